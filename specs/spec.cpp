@@ -1,0 +1,780 @@
+#include "specs/spec.h"
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "specs/options.pb.h"
+#include "specs/spec_internal.h"
+
+namespace mrcnn::spec {
+
+namespace gp = google::protobuf;
+using internal::FieldLocation;
+using internal::LocationMap;
+
+std::string Diagnostic::format() const {
+  std::ostringstream os;
+  os << origin;
+  if (line > 0) {
+    os << ':' << line;
+    if (column > 0) os << ':' << column;
+  }
+  os << (isError() ? ": error: " : ": warning: ");
+  if (!field.empty()) os << field << ": ";
+  os << message;
+  return os.str();
+}
+
+bool LoadedSpec::ok() const {
+  return std::none_of(diagnostics.begin(), diagnostics.end(),
+                      [](const Diagnostic& d) { return d.isError(); });
+}
+
+std::vector<Diagnostic> LoadedSpec::errors() const {
+  std::vector<Diagnostic> out;
+  for (const auto& d : diagnostics) {
+    if (d.isError()) out.push_back(d);
+  }
+  return out;
+}
+
+std::vector<Diagnostic> LoadedSpec::warnings() const {
+  std::vector<Diagnostic> out;
+  for (const auto& d : diagnostics) {
+    if (!d.isError()) out.push_back(d);
+  }
+  return out;
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------------------
+// A light tokenizer over protobuf text, enough to find the statement an error sits in,
+// the blocks around it, and where a value starts. Comments and strings are skipped whole.
+
+struct Token {
+  enum class Kind { Identifier, Number, String, Symbol };
+  Kind kind;
+  std::size_t begin;
+  std::size_t end;
+  std::string_view text;
+};
+
+std::vector<Token> tokenize(std::string_view text) {
+  std::vector<Token> tokens;
+  std::size_t i = 0;
+  const auto is_ident = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  };
+  while (i < text.size()) {
+    const char c = text[i];
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      ++i;
+    } else if (c == '#') {
+      while (i < text.size() && text[i] != '\n') ++i;
+    } else if (c == '"' || c == '\'') {
+      const std::size_t start = i++;
+      while (i < text.size() && text[i] != c && text[i] != '\n') {
+        i += text[i] == '\\' ? 2 : 1;
+      }
+      i = std::min(text.size(), i + 1);
+      tokens.push_back({Token::Kind::String, start, i, text.substr(start, i - start)});
+    } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+      const std::size_t start = i;
+      while (i < text.size() && (is_ident(text[i]) || text[i] == '.')) ++i;
+      tokens.push_back({Token::Kind::Identifier, start, i, text.substr(start, i - start)});
+    } else if (std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '+' ||
+               c == '.') {
+      const std::size_t start = i++;
+      while (i < text.size() && (is_ident(text[i]) || text[i] == '.' ||
+                                 ((text[i] == '-' || text[i] == '+') &&
+                                  (text[i - 1] == 'e' || text[i - 1] == 'E')))) {
+        ++i;
+      }
+      tokens.push_back({Token::Kind::Number, start, i, text.substr(start, i - start)});
+    } else {
+      tokens.push_back({Token::Kind::Symbol, i, i + 1, text.substr(i, 1)});
+      ++i;
+    }
+  }
+  return tokens;
+}
+
+bool isSymbol(const std::vector<Token>& t, std::size_t i, char c) {
+  return i < t.size() && t[i].kind == Token::Kind::Symbol && t[i].text[0] == c;
+}
+
+bool opensBlock(const std::vector<Token>& t, std::size_t i) {
+  return isSymbol(t, i, '{') || isSymbol(t, i, '<');
+}
+
+bool closesBlock(const std::vector<Token>& t, std::size_t i) {
+  return isSymbol(t, i, '}') || isSymbol(t, i, '>');
+}
+
+// Index just past the bracket matching the one at `open`.
+std::size_t skipBracketed(const std::vector<Token>& t, std::size_t open) {
+  int depth = 0;
+  for (std::size_t i = open; i < t.size(); ++i) {
+    if (t[i].kind != Token::Kind::Symbol) continue;
+    const char c = t[i].text[0];
+    if (c == '{' || c == '<' || c == '[') ++depth;
+    if (c == '}' || c == '>' || c == ']') {
+      if (--depth == 0) return i + 1;
+    }
+  }
+  return t.size();
+}
+
+// The statement (`name: value`, `name { ... }`) around token `i`, as a token range.
+std::pair<std::size_t, std::size_t> statementAround(const std::vector<Token>& t, std::size_t i) {
+  std::size_t start = i;
+  const auto is_name_at = [&](std::size_t k) {
+    return k < t.size() && t[k].kind == Token::Kind::Identifier &&
+           (isSymbol(t, k + 1, ':') || opensBlock(t, k + 1));
+  };
+  if (is_name_at(i)) {
+    start = i;
+  } else if (i >= 2 && isSymbol(t, i - 1, ':') && t[i - 2].kind == Token::Kind::Identifier) {
+    start = i - 2;
+  } else if (i >= 1 && t[i - 1].kind == Token::Kind::Identifier && !closesBlock(t, i)) {
+    start = i - 1;  // `name value` with the colon missing
+  }
+  std::size_t end = start;
+  if (end < t.size() && t[end].kind == Token::Kind::Identifier && !closesBlock(t, end)) {
+    ++end;
+    if (isSymbol(t, end, ':')) ++end;
+  }
+  if (end < t.size()) {
+    if (opensBlock(t, end) || isSymbol(t, end, '[')) {
+      end = skipBracketed(t, end);
+    } else if (end == start || !closesBlock(t, end)) {
+      ++end;
+      while (end < t.size() && t[end].kind == Token::Kind::String &&
+             t[end - 1].kind == Token::Kind::String) {
+        ++end;  // adjacent strings concatenate
+      }
+    }
+  }
+  if (isSymbol(t, end, ';') || isSymbol(t, end, ',')) ++end;
+  return {start, std::max(end, start + 1)};
+}
+
+// Names of the blocks enclosing token `i`, outermost first.
+std::vector<std::string> blocksAround(const std::vector<Token>& t, std::size_t i) {
+  std::vector<std::string> path;
+  for (std::size_t k = 0; k < i && k < t.size(); ++k) {
+    if (opensBlock(t, k)) {
+      std::size_t name = k;
+      if (name > 0 && isSymbol(t, name - 1, ':')) --name;
+      path.push_back(name > 0 && t[name - 1].kind == Token::Kind::Identifier
+                         ? std::string(t[name - 1].text)
+                         : std::string("?"));
+    } else if (closesBlock(t, k) && !path.empty()) {
+      path.pop_back();
+    }
+  }
+  return path;
+}
+
+// Blocks still open at the end of the text: (dotted name, index of the name token).
+std::vector<std::pair<std::string, std::size_t>> openBlocks(const std::vector<Token>& t) {
+  std::vector<std::pair<std::string, std::size_t>> open;
+  for (std::size_t k = 0; k < t.size(); ++k) {
+    if (opensBlock(t, k)) {
+      std::size_t name = k;
+      if (name > 0 && isSymbol(t, name - 1, ':')) --name;
+      name = name > 0 ? name - 1 : 0;
+      const std::string label = open.empty() ? std::string(t[name].text)
+                                             : open.back().first + "." + std::string(t[name].text);
+      open.emplace_back(label, name);
+    } else if (closesBlock(t, k) && !open.empty()) {
+      open.pop_back();
+    }
+  }
+  return open;
+}
+
+std::string joinPath(const std::vector<std::string>& parts, std::string_view last = {}) {
+  std::string out;
+  for (const auto& p : parts) {
+    if (!out.empty()) out += '.';
+    out += p;
+  }
+  if (!last.empty()) {
+    if (!out.empty()) out += '.';
+    out += last;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// Positions: protobuf reports 0-based lines and columns where a tab advances to the next
+// multiple of 8; we report 1-based byte columns, as compilers and editors do.
+
+class LineIndex {
+ public:
+  explicit LineIndex(std::string_view text) : text_(text) {
+    starts_.push_back(0);
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      if (text[i] == '\n') starts_.push_back(i + 1);
+    }
+  }
+
+  std::size_t offsetOf(int pb_line, int pb_column) const {
+    if (pb_line < 0) return 0;
+    if (static_cast<std::size_t>(pb_line) >= starts_.size()) return text_.size();
+    std::size_t offset = starts_[static_cast<std::size_t>(pb_line)];
+    int column = 0;
+    while (offset < text_.size() && text_[offset] != '\n' && column < pb_column) {
+      column = text_[offset] == '\t' ? column + 8 - column % 8 : column + 1;
+      ++offset;
+    }
+    return offset;
+  }
+
+  // 1-based line and byte column.
+  std::pair<int, int> lineColumn(std::size_t offset) const {
+    const auto it = std::upper_bound(starts_.begin(), starts_.end(), offset);
+    const auto line = static_cast<std::size_t>(it - starts_.begin()) - 1;
+    return {static_cast<int>(line) + 1, static_cast<int>(offset - starts_[line]) + 1};
+  }
+
+ private:
+  std::string_view text_;
+  std::vector<std::size_t> starts_;
+};
+
+class FirstError : public gp::io::ErrorCollector {
+ public:
+  void AddError(int line, gp::io::ColumnNumber column, const std::string& message) override {
+    if (!has_) {
+      has_ = true;
+      line_ = line;
+      column_ = column;
+      message_ = message;
+    }
+  }
+  void AddWarning(int, gp::io::ColumnNumber, const std::string&) override {}
+
+  bool has_ = false;
+  int line_ = 0;
+  int column_ = 0;
+  std::string message_;
+};
+
+std::size_t editDistance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1] ? 1 : 0)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+const gp::Descriptor* descriptorAt(const std::vector<std::string>& blocks) {
+  const gp::Descriptor* d = Experiment::descriptor();
+  for (const auto& name : blocks) {
+    const gp::FieldDescriptor* f = d ? d->FindFieldByName(name) : nullptr;
+    d = f ? f->message_type() : nullptr;
+  }
+  return d;
+}
+
+// Where else a misplaced field lives: TAO users move fields between blocks.
+std::string homeOf(std::string_view name) {
+  const std::pair<const char*, const gp::Descriptor*> blocks[] = {
+      {"the top level", Experiment::descriptor()},
+      {"data_config", DataConfig::descriptor()},
+      {"maskrcnn_config", MaskRCNNConfig::descriptor()},
+      {"data_config.shapes_dataset", ShapesDataset::descriptor()}};
+  for (const auto& [label, d] : blocks) {
+    if (d->FindFieldByName(std::string(name))) return label;
+  }
+  return {};
+}
+
+std::string unknownFieldMessage(std::string_view name, const std::vector<std::string>& blocks) {
+  std::string message = "unknown field \"" + std::string(name) + "\" in " +
+                        (blocks.empty() ? std::string("the top level") : joinPath(blocks));
+  if (const std::string home = homeOf(name); !home.empty()) {
+    message += "; it belongs in " + home;
+    const bool home_encloses = home == "the top level" ||
+                               (blocks.size() > 1 && home == blocks.front());
+    if (home_encloses) message += " (is a closing '}' missing above it?)";
+    return message;
+  }
+  if (const gp::Descriptor* d = descriptorAt(blocks)) {
+    std::string best;
+    std::size_t best_distance = std::max<std::size_t>(2, name.size() / 3) + 1;
+    for (int k = 0; k < d->field_count(); ++k) {
+      const std::string& candidate = d->field(k)->name();
+      const std::size_t distance = editDistance(name, candidate);
+      if (distance < best_distance) {
+        best_distance = distance;
+        best = candidate;
+      }
+    }
+    if (!best.empty()) message += "; did you mean \"" + best + "\"?";
+  }
+  return message;
+}
+
+// The token an error message names: `no field named "x"`, `Value: "x"`, `got: x`.
+std::string quotedToken(const std::string& message) {
+  static const std::regex patterns[] = {std::regex(R"re(has no field named "([^"]*)")re"),
+                                        std::regex(R"re(Value: "([^"]*)")re"),
+                                        std::regex(R"re(got: "?([^"]*)"?$)re")};
+  std::smatch match;
+  for (const auto& pattern : patterns) {
+    if (std::regex_search(message, match, pattern) && match[1].length() > 0) {
+      return match[1].str();
+    }
+  }
+  return {};
+}
+
+Diagnostic::Kind classify(const std::string& message) {
+  if (message.find("has no field named") != std::string::npos) {
+    return Diagnostic::Kind::UnknownField;
+  }
+  static const char* type_markers[] = {"Expected integer", "Expected double", "Expected string",
+                                       "Invalid value for boolean", "out of range",
+                                       "Couldn't parse", "Unknown enumeration value",
+                                       "Expected identifier, got: \""};
+  for (const char* marker : type_markers) {
+    if (message.find(marker) != std::string::npos) return Diagnostic::Kind::Type;
+  }
+  return Diagnostic::Kind::Syntax;
+}
+
+std::string typeName(const gp::FieldDescriptor* field) {
+  switch (field->cpp_type()) {
+    case gp::FieldDescriptor::CPPTYPE_UINT32:
+    case gp::FieldDescriptor::CPPTYPE_UINT64:
+      return "a non-negative integer";
+    case gp::FieldDescriptor::CPPTYPE_INT32:
+    case gp::FieldDescriptor::CPPTYPE_INT64:
+      return "an integer";
+    case gp::FieldDescriptor::CPPTYPE_FLOAT:
+    case gp::FieldDescriptor::CPPTYPE_DOUBLE:
+      return "a number";
+    case gp::FieldDescriptor::CPPTYPE_BOOL:
+      return "true or false";
+    case gp::FieldDescriptor::CPPTYPE_STRING:
+      return "a quoted string";
+    case gp::FieldDescriptor::CPPTYPE_ENUM:
+      return "one of the names of " + field->enum_type()->name();
+    case gp::FieldDescriptor::CPPTYPE_MESSAGE:
+      return "a block { ... }";
+  }
+  return "a value";
+}
+
+// Turns protobuf's message into one that names the field and what it takes.
+std::string describeError(Diagnostic::Kind kind, const std::string& raw, std::string_view name,
+                          const std::vector<std::string>& blocks, std::string_view found) {
+  if (kind == Diagnostic::Kind::UnknownField) return unknownFieldMessage(name, blocks);
+  if (kind == Diagnostic::Kind::Type) {
+    const gp::Descriptor* d = descriptorAt(blocks);
+    const gp::FieldDescriptor* f = d ? d->FindFieldByName(std::string(name)) : nullptr;
+    if (f) {
+      std::string shown = std::string(found);
+      if (shown.empty()) shown = "nothing";
+      else if (shown.front() != '"' && shown.front() != '\'') shown = "'" + shown + "'";
+      return "expected " + typeName(f) + ", found " + shown;
+    }
+  }
+  if (raw.find("is specified multiple times") != std::string::npos) {
+    return "given more than once";
+  }
+  if (raw.rfind("Expected identifier", 0) == 0) {
+    if (found == "}") return "unexpected '}': no block is open here";
+    return "expected a field name, found '" + std::string(found) + "'";
+  }
+  std::string message = raw;
+  if (!message.empty() && message.back() == '.') message.pop_back();
+  return message;
+}
+
+void collectLocations(const gp::Message& message, const gp::TextFormat::ParseInfoTree& tree,
+                      const std::string& prefix, const LineIndex& lines,
+                      std::string_view text, const std::string& origin, LocationMap* out) {
+  const gp::Reflection* reflection = message.GetReflection();
+  std::vector<const gp::FieldDescriptor*> fields;
+  reflection->ListFields(message, &fields);
+  for (const gp::FieldDescriptor* field : fields) {
+    if (field->is_repeated()) continue;
+    const auto where = tree.GetLocation(field, -1);
+    if (where.line < 0) continue;
+    const std::string path = prefix.empty() ? field->name() : prefix + "." + field->name();
+    FieldLocation location;
+    location.origin = origin;
+    const std::size_t offset = lines.offsetOf(where.line, where.column);
+    std::tie(location.line, location.column) = lines.lineColumn(offset);
+    if (field->cpp_type() == gp::FieldDescriptor::CPPTYPE_STRING) {
+      // The value is the first string token after the name and the colon.
+      const auto tokens = tokenize(text.substr(offset, std::min<std::size_t>(
+                                                           text.size() - offset, 4096)));
+      for (const Token& t : tokens) {
+        if (t.kind == Token::Kind::String) {
+          location.value_column = lines.lineColumn(offset + t.begin + 1).second;
+          break;
+        }
+      }
+    }
+    out->fields[path] = location;
+    if (field->cpp_type() == gp::FieldDescriptor::CPPTYPE_MESSAGE) {
+      if (const auto* nested = tree.GetTreeForNested(field, -1)) {
+        collectLocations(reflection->GetMessage(message, field), *nested, path, lines, text,
+                         origin, out);
+      }
+    }
+  }
+}
+
+// Parses as much of `text` as is valid: on each error the statement holding it is blanked
+// out (keeping every other position) and the rest parsed again, so that every independent
+// error of the file is reported, not only the first.
+void parseAll(std::string text, const std::string& origin, Experiment* spec,
+              LocationMap* locations, std::vector<Diagnostic>* out) {
+  std::size_t last_error_offset = 0;
+  bool first = true;
+  bool closed_at_end = false;
+  for (int attempt = 0; attempt < 256; ++attempt) {
+    FirstError collector;
+    gp::TextFormat::ParseInfoTree tree;
+    gp::TextFormat::Parser parser;
+    parser.RecordErrorsTo(&collector);
+    parser.WriteLocationsTo(&tree);
+    spec->Clear();
+    const LineIndex lines(text);
+    if (parser.ParseFromString(text, spec)) {
+      collectLocations(*spec, tree, "", lines, text, origin, locations);
+      return;
+    }
+    const std::size_t offset = lines.offsetOf(collector.line_, collector.column_);
+    const auto tokens = tokenize(text);
+    std::size_t at = 0;
+    while (at < tokens.size() && tokens[at].end <= offset) ++at;
+    const Diagnostic::Kind kind = classify(collector.message_);
+    // protobuf reports some errors after the token at fault (past an unknown name, past a
+    // bad value); step back to the token the message quotes.
+    if (const std::string quoted = quotedToken(collector.message_); !quoted.empty()) {
+      for (std::size_t k = std::min(at, tokens.size() - 1) + 1, steps = 0; k-- > 0 && steps < 4;
+           ++steps) {
+        if (tokens[k].text == quoted || tokens[k].text == "\"" + quoted + "\"") {
+          at = k;
+          break;
+        }
+      }
+    }
+
+    Diagnostic d;
+    d.kind = kind;
+    d.origin = origin;
+    std::tie(d.line, d.column) = lines.lineColumn(offset);
+    if (at >= tokens.size()) {
+      // The error is at the end of the text: blocks left open. Report the innermost, close
+      // them all, and parse again for the errors inside.
+      const auto open = openBlocks(tokens);
+      if (open.empty() || closed_at_end) {
+        d.message = describeError(kind, collector.message_, {}, {}, {});
+        out->push_back(d);
+        return;
+      }
+      const auto [where_line, where_column] = lines.lineColumn(tokens[open.back().second].begin);
+      d.line = where_line;
+      d.column = where_column;
+      d.field = open.back().first;
+      d.kind = Diagnostic::Kind::Syntax;
+      d.message = "block opened here is never closed: a '}' is missing";
+      out->push_back(d);
+      text.append(open.size(), '}');
+      closed_at_end = true;
+      continue;
+    }
+    if (kind != Diagnostic::Kind::Syntax) {
+      std::tie(d.line, d.column) = lines.lineColumn(tokens[at].begin);
+    }
+    const auto [begin, end] = statementAround(tokens, at);
+    const auto blocks = blocksAround(tokens, begin);
+    const std::string_view name =
+        tokens[begin].kind == Token::Kind::Identifier ? tokens[begin].text : std::string_view{};
+    const std::string_view found = tokens[at].text;
+    d.field = joinPath(blocks, name);
+    d.message = describeError(kind, collector.message_, name, blocks, found);
+    if (!first && offset < last_error_offset) {
+      // Parsing went backwards: the text is too broken to go on without inventing errors.
+      spec->Clear();
+      return;
+    }
+    out->push_back(d);
+    locations->unusable.insert(d.field);
+    if (const auto hint = d.message.find("did you mean \""); hint != std::string::npos) {
+      // The field meant is absent: rules about it would only repeat this error.
+      const auto begin_name = hint + 14;
+      const std::string meant = d.message.substr(begin_name, d.message.find('"', begin_name) - begin_name);
+      locations->unusable.insert(joinPath(blocks, meant));
+    }
+    first = false;
+    last_error_offset = offset;
+    for (std::size_t i = tokens[begin].begin; i < tokens[end - 1].end; ++i) {
+      if (text[i] != '\n') text[i] = ' ';
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// --set path.to.field=value
+
+void applyOverride(const std::string& assignment, Experiment* spec, LocationMap* locations,
+                   std::vector<Diagnostic>* out) {
+  const std::string origin = "--set " + assignment;
+  const auto fail = [&](const std::string& field, const std::string& message) {
+    Diagnostic d;
+    d.kind = Diagnostic::Kind::Type;
+    d.origin = origin;
+    d.field = field;
+    d.message = message;
+    out->push_back(d);
+    locations->unusable.insert(field);
+  };
+  const std::size_t eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    fail("", "expected path.to.field=value");
+    return;
+  }
+  const std::string path = assignment.substr(0, eq);
+  std::string value = assignment.substr(eq + 1);
+
+  gp::Message* message = spec;
+  std::vector<std::string> blocks;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t dot = path.find('.', start);
+    const std::string name = path.substr(start, dot == std::string::npos ? dot : dot - start);
+    const gp::FieldDescriptor* field = message->GetDescriptor()->FindFieldByName(name);
+    if (!field) {
+      fail(path, unknownFieldMessage(name, blocks));
+      return;
+    }
+    if (dot == std::string::npos) {
+      if (field->cpp_type() == gp::FieldDescriptor::CPPTYPE_MESSAGE) {
+        fail(path, "is a block; set one of its fields, e.g. " + path + "." +
+                       field->message_type()->field(0)->name() + "=...");
+        return;
+      }
+      if (field->is_repeated()) {
+        fail(path, "is a list; it cannot be set from the command line");
+        return;
+      }
+      if (field->cpp_type() == gp::FieldDescriptor::CPPTYPE_STRING &&
+          (value.empty() || (value.front() != '"' && value.front() != '\''))) {
+        message->GetReflection()->SetString(message, field, value);
+      } else {
+        message->GetReflection()->ClearField(message, field);
+        if (!gp::TextFormat::ParseFieldValueFromString(value, field, message)) {
+          fail(path, "expected " + typeName(field) + ", found '" + value + "'");
+          return;
+        }
+      }
+      FieldLocation location;
+      location.origin = origin;
+      location.value_column =
+          field->cpp_type() == gp::FieldDescriptor::CPPTYPE_STRING ? -1 : 0;
+      locations->fields[path] = location;
+      locations->unusable.erase(path);
+      return;
+    }
+    if (field->cpp_type() != gp::FieldDescriptor::CPPTYPE_MESSAGE || field->is_repeated()) {
+      fail(path, "\"" + name + "\" is not a block");
+      return;
+    }
+    message = message->GetReflection()->MutableMessage(message, field);
+    blocks.push_back(name);
+    start = dot + 1;
+  }
+}
+
+std::filesystem::path resolvePath(const std::filesystem::path& base, const std::string& value) {
+  if (value.empty()) return {};
+  std::filesystem::path p(value);
+  if (p.is_relative()) p = base / p;
+  return p.lexically_normal();
+}
+
+LoadedSpec finish(LoadedSpec loaded, LocationMap& locations, const std::filesystem::path& spec_dir,
+                  const std::string& default_run_name, const std::vector<std::string>& overrides) {
+  for (const auto& assignment : overrides) {
+    applyOverride(assignment, &loaded.spec, &locations, &loaded.diagnostics);
+  }
+  Resolved& r = loaded.resolved;
+  r.spec_dir = spec_dir;
+  internal::validate(loaded.spec, locations, &r, &loaded.diagnostics);
+
+  const Experiment& s = loaded.spec;
+  const DataConfig& data = s.data_config();
+  r.output_dir = resolvePath(spec_dir, s.output_dir());
+  r.run_name = s.run_name().empty() ? default_run_name : s.run_name();
+  r.train_image_dir = resolvePath(spec_dir, data.train_image_dir());
+  r.train_json_file = resolvePath(spec_dir, data.train_json_file());
+  r.val_image_dir = resolvePath(spec_dir, data.val_image_dir());
+  r.val_json_file = resolvePath(spec_dir, data.val_json_file());
+  if (data.has_shapes_dataset()) r.shapes_root = resolvePath(spec_dir, data.shapes_dataset().root());
+  std::stable_sort(loaded.diagnostics.begin(), loaded.diagnostics.end(),
+                   [](const Diagnostic& a, const Diagnostic& b) {
+                     const bool a_file = a.line > 0, b_file = b.line > 0;
+                     if (a_file != b_file) return a_file;
+                     return a.line != b.line ? a.line < b.line : a.column < b.column;
+                   });
+  return loaded;
+}
+
+// ---------------------------------------------------------------------------------------
+// Printing
+
+void fillMessageDefaults(gp::Message* message) {
+  const gp::Reflection* reflection = message->GetReflection();
+  const gp::Descriptor* d = message->GetDescriptor();
+  for (int i = 0; i < d->field_count(); ++i) {
+    const gp::FieldDescriptor* f = d->field(i);
+    if (f->is_repeated() || reflection->HasField(*message, f) || !f->has_default_value()) continue;
+    switch (f->cpp_type()) {
+      case gp::FieldDescriptor::CPPTYPE_INT32:
+        reflection->SetInt32(message, f, f->default_value_int32());
+        break;
+      case gp::FieldDescriptor::CPPTYPE_INT64:
+        reflection->SetInt64(message, f, f->default_value_int64());
+        break;
+      case gp::FieldDescriptor::CPPTYPE_UINT32:
+        reflection->SetUInt32(message, f, f->default_value_uint32());
+        break;
+      case gp::FieldDescriptor::CPPTYPE_UINT64:
+        reflection->SetUInt64(message, f, f->default_value_uint64());
+        break;
+      case gp::FieldDescriptor::CPPTYPE_FLOAT:
+        reflection->SetFloat(message, f, f->default_value_float());
+        break;
+      case gp::FieldDescriptor::CPPTYPE_DOUBLE:
+        reflection->SetDouble(message, f, f->default_value_double());
+        break;
+      case gp::FieldDescriptor::CPPTYPE_BOOL:
+        reflection->SetBool(message, f, f->default_value_bool());
+        break;
+      case gp::FieldDescriptor::CPPTYPE_STRING:
+        reflection->SetString(message, f, f->default_value_string());
+        break;
+      case gp::FieldDescriptor::CPPTYPE_ENUM:
+        reflection->SetEnum(message, f, f->default_value_enum());
+        break;
+      case gp::FieldDescriptor::CPPTYPE_MESSAGE:
+        break;
+    }
+  }
+}
+
+void printMessage(const gp::Message& message, int indent, std::ostringstream& os) {
+  const gp::Reflection* reflection = message.GetReflection();
+  const gp::Descriptor* d = message.GetDescriptor();
+  const std::string pad(static_cast<std::size_t>(indent) * 2, ' ');
+  // Settings first, then blocks, each in declaration order.
+  for (int i = 0; i < d->field_count(); ++i) {
+    const gp::FieldDescriptor* f = d->field(i);
+    if (f->cpp_type() == gp::FieldDescriptor::CPPTYPE_MESSAGE) continue;
+    if (f->is_repeated()) {
+      for (int k = 0; k < reflection->FieldSize(message, f); ++k) {
+        std::string value;
+        gp::TextFormat::PrintFieldValueToString(message, f, k, &value);
+        os << pad << f->name() << ": " << value << '\n';
+      }
+      continue;
+    }
+    const bool present = reflection->HasField(message, f);
+    if (!present && !f->has_default_value()) {
+      os << pad << "# " << f->name() << ": (not set)\n";
+      continue;
+    }
+    std::string value;
+    gp::TextFormat::PrintFieldValueToString(message, f, -1, &value);
+    os << pad << f->name() << ": " << value << (present ? "" : "  # default") << '\n';
+  }
+  for (int i = 0; i < d->field_count(); ++i) {
+    const gp::FieldDescriptor* f = d->field(i);
+    if (f->cpp_type() != gp::FieldDescriptor::CPPTYPE_MESSAGE || f->is_repeated() ||
+        !reflection->HasField(message, f)) {
+      continue;
+    }
+    os << pad << f->name() << " {\n";
+    printMessage(reflection->GetMessage(message, f), indent + 1, os);
+    os << pad << "}\n";
+  }
+}
+
+}  // namespace
+
+void fillDefaults(Experiment* spec) {
+  fillMessageDefaults(spec);
+  fillMessageDefaults(spec->mutable_data_config());
+  fillMessageDefaults(spec->mutable_maskrcnn_config());
+  if (spec->data_config().has_shapes_dataset()) {
+    fillMessageDefaults(spec->mutable_data_config()->mutable_shapes_dataset());
+  }
+}
+
+std::string printResolved(const Experiment& spec) {
+  Experiment copy = spec;
+  // Make both main blocks present so that their defaults are listed.
+  copy.mutable_data_config();
+  copy.mutable_maskrcnn_config();
+  std::ostringstream os;
+  printMessage(copy, 0, os);
+  return os.str();
+}
+
+LoadedSpec loadSpecText(std::string_view text, const std::string& origin,
+                        const std::filesystem::path& spec_dir,
+                        const std::vector<std::string>& overrides) {
+  LoadedSpec loaded;
+  LocationMap locations;
+  locations.file_origin = origin;
+  parseAll(std::string(text), origin, &loaded.spec, &locations, &loaded.diagnostics);
+  const std::string stem = std::filesystem::path(origin).stem().string();
+  return finish(std::move(loaded), locations, spec_dir, stem.empty() ? "run" : stem, overrides);
+}
+
+LoadedSpec loadSpecFile(const std::filesystem::path& path,
+                        const std::vector<std::string>& overrides) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    LoadedSpec loaded;
+    Diagnostic d;
+    d.kind = Diagnostic::Kind::Io;
+    d.origin = path.string();
+    std::error_code ec;
+    d.message = std::filesystem::exists(path, ec)
+                    ? "cannot read the spec file (permissions?)"
+                    : "no such spec file";
+    loaded.diagnostics.push_back(d);
+    return loaded;
+  }
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  const std::filesystem::path dir = std::filesystem::absolute(path).parent_path();
+  return loadSpecText(buffer.str(), path.string(), dir, overrides);
+}
+
+}  // namespace mrcnn::spec
