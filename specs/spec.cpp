@@ -337,6 +337,7 @@ std::string unknownFieldMessage(std::string_view name, const std::vector<std::st
 std::string quotedToken(const std::string& message) {
   static const std::regex patterns[] = {std::regex(R"re(has no field named "([^"]*)")re"),
                                         std::regex(R"re(Value: "([^"]*)")re"),
+                                        std::regex(R"re(field "([^"]*)" is specified)re"),
                                         std::regex(R"re(got: "?([^"]*)"?$)re")};
   std::smatch match;
   for (const auto& pattern : patterns) {
@@ -473,11 +474,13 @@ void parseAll(std::string text, const std::string& origin, Experiment* spec,
     const Diagnostic::Kind kind = classify(collector.message_);
     // protobuf reports some errors after the token at fault (past an unknown name, past a
     // bad value); step back to the token the message quotes.
+    bool at_quoted = false;
     if (const std::string quoted = quotedToken(collector.message_); !quoted.empty()) {
       for (std::size_t k = std::min(at, tokens.size() - 1) + 1, steps = 0; k-- > 0 && steps < 4;
            ++steps) {
         if (tokens[k].text == quoted || tokens[k].text == "\"" + quoted + "\"") {
           at = k;
+          at_quoted = true;
           break;
         }
       }
@@ -507,7 +510,7 @@ void parseAll(std::string text, const std::string& origin, Experiment* spec,
       closed_at_end = true;
       continue;
     }
-    if (kind != Diagnostic::Kind::Syntax) {
+    if (kind != Diagnostic::Kind::Syntax || at_quoted) {
       std::tie(d.line, d.column) = lines.lineColumn(tokens[at].begin);
     }
     const auto [begin, end] = statementAround(tokens, at);
@@ -587,7 +590,10 @@ void applyOverride(const std::string& assignment, Experiment* spec, LocationMap*
         message->GetReflection()->SetString(message, field, value);
       } else {
         message->GetReflection()->ClearField(message, field);
-        if (!gp::TextFormat::ParseFieldValueFromString(value, field, message)) {
+        FirstError quiet;  // keeps protobuf from logging; the failure is reported below
+        gp::TextFormat::Parser parser;
+        parser.RecordErrorsTo(&quiet);
+        if (!parser.ParseFieldValueFromString(value, field, message)) {
           fail(path, "expected " + typeName(field) + ", found '" + value + "'");
           return;
         }
