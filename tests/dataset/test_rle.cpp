@@ -1,0 +1,141 @@
+// The mask API (dataset/rle.h) and the JSON writer on small cases with known answers.
+// Expected strings and boxes were computed with pycocotools 2.0.11; the bulk parity check
+// against pycocotools lives in test_shapes.cpp.
+#include <QTest>
+#include <cmath>
+#include <functional>
+#include <opencv2/core.hpp>
+#include <random>
+#include <sstream>
+
+#include "dataset/json_writer.h"
+#include "dataset/rle.h"
+
+using namespace mrcnn::dataset;
+
+namespace {
+
+std::string compact(const std::function<void(JsonWriter&)>& write) {
+  std::ostringstream out;
+  JsonWriter json(out);
+  write(json);
+  return out.str();
+}
+
+}  // namespace
+
+class TestRle : public QObject {
+  Q_OBJECT
+
+ private slots:
+  // A run crossing from one column into the next makes the box span every row.
+  void encodeKnownMask() {
+    cv::Mat mask(5, 4, CV_8UC1, cv::Scalar(0));
+    mask.at<uint8_t>(1, 1) = mask.at<uint8_t>(2, 1) = mask.at<uint8_t>(4, 1) = 1;
+    mask.at<uint8_t>(0, 2) = 7;  // any nonzero value is foreground
+    const Rle rle = encodeMask(mask);
+    QCOMPARE(rle.counts, (std::vector<uint32_t>{6, 2, 1, 2, 9}));
+    QCOMPARE(toCompressedString(rle), std::string("62108"));
+    QVERIFY((toBbox(rle) == std::array<double, 4>{1, 0, 2, 5}));
+    QCOMPARE(area(rle), uint64_t{4});
+    QCOMPARE(cv::countNonZero(decodeMask(rle) != (mask != 0) / 255), 0);
+  }
+
+  void columnMajorAndMatAgree() {
+    std::mt19937_64 rng(1);
+    cv::Mat mask(37, 23, CV_8UC1);
+    for (int y = 0; y < mask.rows; ++y) {
+      for (int x = 0; x < mask.cols; ++x)
+        mask.at<uint8_t>(y, x) = rng() % 3 == 0;
+    }
+    std::vector<uint8_t> columnMajor;
+    for (int x = 0; x < mask.cols; ++x) {
+      for (int y = 0; y < mask.rows; ++y)
+        columnMajor.push_back(mask.at<uint8_t>(y, x));
+    }
+    const Rle rle = encodeMask(mask);
+    QVERIFY(rle == encodeColumnMajor(columnMajor, 37, 23));
+    QCOMPARE(cv::countNonZero(decodeMask(rle) != mask), 0);
+    QVERIFY(fromCompressedString(toCompressedString(rle), 37, 23) == rle);
+  }
+
+  // Large runs and negative differences (run shorter than two before) survive the code.
+  void compressedStringRoundTrip() {
+    const Rle rle{1000, 1000, {0, 500000, 3, 17, 499900, 1, 79}};
+    const std::string s = toCompressedString(rle);
+    QVERIFY(fromCompressedString(s, 1000, 1000) == rle);
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, fromCompressedString("6{", 5, 4));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, fromCompressedString("6P", 5, 4));  // cut
+  }
+
+  void emptyAndFullMasks() {
+    const Rle empty{3, 4, {12}};
+    QVERIFY((toBbox(empty) == std::array<double, 4>{0, 0, 0, 0}));
+    QCOMPARE(area(empty), uint64_t{0});
+    const Rle full{3, 4, {0, 12}};
+    QVERIFY((toBbox(full) == std::array<double, 4>{0, 0, 4, 3}));
+    QVERIFY(encodeMask(cv::Mat(3, 4, CV_8UC1, cv::Scalar(1))) == full);
+  }
+
+  void polygonsRasteriseLikePycocotools() {
+    const Rle square = rleFromPolygon(std::vector<double>{0, 0, 4, 0, 4, 4, 0, 4}, 10, 10);
+    QCOMPARE(toCompressedString(square), std::string("04600000l1"));
+    QCOMPARE(area(square), uint64_t{16});
+    const Rle triangle = rleFromPolygon(std::vector<double>{1.5, -2, 7.25, 3.1, 2, 8.9}, 9, 11);
+    QCOMPARE(toCompressedString(triangle), std::string("b081O2N2N1OS1"));
+    QVERIFY((toBbox(triangle) == std::array<double, 4>{2, 0, 5, 8}));
+    // No points, or all of them off the image: an empty mask, not a crash.
+    QVERIFY(rleFromPolygon({}, 5, 5) == (Rle{5, 5, {25}}));
+    QCOMPARE(area(rleFromPolygon(std::vector<double>{-9, -9, -5, -9, -5, -5}, 5, 5)), uint64_t{0});
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                             rleFromPolygon(std::vector<double>{0, 0, NAN, 1, 2, 2}, 5, 5));
+  }
+
+  void mergeUnionAndIntersection() {
+    std::mt19937_64 rng(2);
+    cv::Mat a(19, 13, CV_8UC1), b(19, 13, CV_8UC1);
+    for (int y = 0; y < a.rows; ++y) {
+      for (int x = 0; x < a.cols; ++x) {
+        a.at<uint8_t>(y, x) = rng() % 4 == 0;
+        b.at<uint8_t>(y, x) = rng() % 2 == 0;
+      }
+    }
+    const std::vector<Rle> both = {encodeMask(a), encodeMask(b)};
+    QVERIFY(merge(both) == encodeMask(a | b));
+    QVERIFY(merge(both, /*intersect=*/true) == encodeMask(a & b));
+    const std::vector<Rle> mismatched = {encodeMask(a), Rle{2, 2, {4}}};
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, merge(mismatched));
+  }
+
+  void decodeRejectsRunsThatDoNotFillTheMask() {
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, decodeMask(Rle{3, 3, {4, 4}}));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, decodeMask(Rle{3, 3, {4, 4, 4}}));
+  }
+
+  void jsonWriterOutput() {
+    const std::string text = compact([](JsonWriter& j) {
+      j.beginObject().key("s").value("a\"b\\c\n\x01\u00e9").key("n").value(nullptr);
+      j.key("t").value(true).key("i").value(-3).key("u").value(uint64_t{18446744073709551615u});
+      j.key("d").beginArray().value(12.0).value(0.1).value(-2.5e-300).value(1e16).endArray();
+      j.key("e").beginObject().endObject().key("f").beginArray().endArray().endObject();
+    });
+    const std::string expected =
+        "{\"s\":\"a\\\"b\\\\c\\n\\u0001\u00e9\",\"n\":null,\"t\":true,\"i\":-3,"
+        "\"u\":18446744073709551615,\"d\":[12.0,0.1,-2.5e-300,1e+16],\"e\":{},\"f\":[]}";
+    QCOMPARE(text, expected);
+  }
+
+  void jsonWriterRejectsMisuse() {
+    std::ostringstream out;
+    JsonWriter j(out);
+    j.beginObject();
+    QVERIFY_THROWS_EXCEPTION(std::logic_error, j.value(1));  // member without a key
+    QVERIFY_THROWS_EXCEPTION(std::logic_error, j.endArray());
+    j.key("x");
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, j.value(std::nan("")));
+    QVERIFY(!j.complete());
+  }
+};
+
+QTEST_GUILESS_MAIN(TestRle)
+#include "test_rle.moc"
