@@ -73,7 +73,8 @@ int runHeadless(const std::vector<std::string>& args, const std::string& self) {
   std::vector<char*> argv;
   std::string engine_str = engine.string();
   argv.push_back(engine_str.data());
-  for (auto& a : engine_args) argv.push_back(a.data());
+  for (auto& a : engine_args)
+    argv.push_back(a.data());
   argv.push_back(nullptr);
 
   struct sigaction action {};

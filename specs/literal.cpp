@@ -29,7 +29,8 @@ class LiteralParser {
   }
 
   void skipSpace() {
-    while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+    while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_])))
+      ++pos_;
   }
 
   bool parseValue(Literal* out, LiteralError* error) {
@@ -99,7 +100,8 @@ class LiteralParser {
       ++pos_;
       if (pos_ < text_.size() && (text_[pos_] == '+' || text_[pos_] == '-')) ++pos_;
       const std::size_t exp_start = pos_;
-      while (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+      while (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_])))
+        ++pos_;
       if (pos_ == exp_start) {
         pos_ = start;
         return fail("malformed number exponent", error);

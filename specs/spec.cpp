@@ -78,7 +78,8 @@ std::vector<Token> tokenize(std::string_view text) {
     if (std::isspace(static_cast<unsigned char>(c))) {
       ++i;
     } else if (c == '#') {
-      while (i < text.size() && text[i] != '\n') ++i;
+      while (i < text.size() && text[i] != '\n')
+        ++i;
     } else if (c == '"' || c == '\'') {
       const std::size_t start = i++;
       while (i < text.size() && text[i] != c && text[i] != '\n') {
@@ -88,14 +89,14 @@ std::vector<Token> tokenize(std::string_view text) {
       tokens.push_back({Token::Kind::String, start, i, text.substr(start, i - start)});
     } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
       const std::size_t start = i;
-      while (i < text.size() && (is_ident(text[i]) || text[i] == '.')) ++i;
+      while (i < text.size() && (is_ident(text[i]) || text[i] == '.'))
+        ++i;
       tokens.push_back({Token::Kind::Identifier, start, i, text.substr(start, i - start)});
-    } else if (std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '+' ||
-               c == '.') {
+    } else if (std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '+' || c == '.') {
       const std::size_t start = i++;
-      while (i < text.size() && (is_ident(text[i]) || text[i] == '.' ||
-                                 ((text[i] == '-' || text[i] == '+') &&
-                                  (text[i - 1] == 'e' || text[i - 1] == 'E')))) {
+      while (i < text.size() &&
+             (is_ident(text[i]) || text[i] == '.' ||
+              ((text[i] == '-' || text[i] == '+') && (text[i - 1] == 'e' || text[i - 1] == 'E')))) {
         ++i;
       }
       tokens.push_back({Token::Kind::Number, start, i, text.substr(start, i - start)});
@@ -272,7 +273,8 @@ class FirstError : public gp::io::ErrorCollector {
 
 std::size_t editDistance(std::string_view a, std::string_view b) {
   std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
   for (std::size_t i = 1; i <= a.size(); ++i) {
     std::size_t diagonal = row[0];
     row[0] = i;
@@ -312,8 +314,8 @@ std::string unknownFieldMessage(std::string_view name, const std::vector<std::st
                         (blocks.empty() ? std::string("the top level") : joinPath(blocks));
   if (const std::string home = homeOf(name); !home.empty()) {
     message += "; it belongs in " + home;
-    const bool home_encloses = home == "the top level" ||
-                               (blocks.size() > 1 && home == blocks.front());
+    const bool home_encloses =
+        home == "the top level" || (blocks.size() > 1 && home == blocks.front());
     if (home_encloses) message += " (is a closing '}' missing above it?)";
     return message;
   }
@@ -335,10 +337,9 @@ std::string unknownFieldMessage(std::string_view name, const std::vector<std::st
 
 // The token an error message names: `no field named "x"`, `Value: "x"`, `got: x`.
 std::string quotedToken(const std::string& message) {
-  static const std::regex patterns[] = {std::regex(R"re(has no field named "([^"]*)")re"),
-                                        std::regex(R"re(Value: "([^"]*)")re"),
-                                        std::regex(R"re(field "([^"]*)" is specified)re"),
-                                        std::regex(R"re(got: "?([^"]*)"?$)re")};
+  static const std::regex patterns[] = {
+      std::regex(R"re(has no field named "([^"]*)")re"), std::regex(R"re(Value: "([^"]*)")re"),
+      std::regex(R"re(field "([^"]*)" is specified)re"), std::regex(R"re(got: "?([^"]*)"?$)re")};
   std::smatch match;
   for (const auto& pattern : patterns) {
     if (std::regex_search(message, match, pattern) && match[1].length() > 0) {
@@ -352,9 +353,13 @@ Diagnostic::Kind classify(const std::string& message) {
   if (message.find("has no field named") != std::string::npos) {
     return Diagnostic::Kind::UnknownField;
   }
-  static const char* type_markers[] = {"Expected integer", "Expected double", "Expected string",
-                                       "Invalid value for boolean", "out of range",
-                                       "Couldn't parse", "Unknown enumeration value",
+  static const char* type_markers[] = {"Expected integer",
+                                       "Expected double",
+                                       "Expected string",
+                                       "Invalid value for boolean",
+                                       "out of range",
+                                       "Couldn't parse",
+                                       "Unknown enumeration value",
                                        "Expected identifier, got: \""};
   for (const char* marker : type_markers) {
     if (message.find(marker) != std::string::npos) return Diagnostic::Kind::Type;
@@ -394,8 +399,10 @@ std::string describeError(Diagnostic::Kind kind, const std::string& raw, std::st
     const gp::FieldDescriptor* f = d ? d->FindFieldByName(std::string(name)) : nullptr;
     if (f) {
       std::string shown = std::string(found);
-      if (shown.empty()) shown = "nothing";
-      else if (shown.front() != '"' && shown.front() != '\'') shown = "'" + shown + "'";
+      if (shown.empty())
+        shown = "nothing";
+      else if (shown.front() != '"' && shown.front() != '\'')
+        shown = "'" + shown + "'";
       return "expected " + typeName(f) + ", found " + shown;
     }
   }
@@ -412,8 +419,8 @@ std::string describeError(Diagnostic::Kind kind, const std::string& raw, std::st
 }
 
 void collectLocations(const gp::Message& message, const gp::TextFormat::ParseInfoTree& tree,
-                      const std::string& prefix, const LineIndex& lines,
-                      std::string_view text, const std::string& origin, LocationMap* out) {
+                      const std::string& prefix, const LineIndex& lines, std::string_view text,
+                      const std::string& origin, LocationMap* out) {
   const gp::Reflection* reflection = message.GetReflection();
   std::vector<const gp::FieldDescriptor*> fields;
   reflection->ListFields(message, &fields);
@@ -428,8 +435,8 @@ void collectLocations(const gp::Message& message, const gp::TextFormat::ParseInf
     std::tie(location.line, location.column) = lines.lineColumn(offset);
     if (field->cpp_type() == gp::FieldDescriptor::CPPTYPE_STRING) {
       // The value is the first string token after the name and the colon.
-      const auto tokens = tokenize(text.substr(offset, std::min<std::size_t>(
-                                                           text.size() - offset, 4096)));
+      const auto tokens =
+          tokenize(text.substr(offset, std::min<std::size_t>(text.size() - offset, 4096)));
       for (const Token& t : tokens) {
         if (t.kind == Token::Kind::String) {
           location.value_column = lines.lineColumn(offset + t.begin + 1).second;
@@ -440,8 +447,8 @@ void collectLocations(const gp::Message& message, const gp::TextFormat::ParseInf
     out->fields[path] = location;
     if (field->cpp_type() == gp::FieldDescriptor::CPPTYPE_MESSAGE) {
       if (const auto* nested = tree.GetTreeForNested(field, -1)) {
-        collectLocations(reflection->GetMessage(message, field), *nested, path, lines, text,
-                         origin, out);
+        collectLocations(reflection->GetMessage(message, field), *nested, path, lines, text, origin,
+                         out);
       }
     }
   }
@@ -450,8 +457,8 @@ void collectLocations(const gp::Message& message, const gp::TextFormat::ParseInf
 // Parses as much of `text` as is valid: on each error the statement holding it is blanked
 // out (keeping every other position) and the rest parsed again, so that every independent
 // error of the file is reported, not only the first.
-void parseAll(std::string text, const std::string& origin, Experiment* spec,
-              LocationMap* locations, std::vector<Diagnostic>* out) {
+void parseAll(std::string text, const std::string& origin, Experiment* spec, LocationMap* locations,
+              std::vector<Diagnostic>* out) {
   std::size_t last_error_offset = 0;
   bool first = true;
   bool closed_at_end = false;
@@ -470,7 +477,8 @@ void parseAll(std::string text, const std::string& origin, Experiment* spec,
     const std::size_t offset = lines.offsetOf(collector.line_, collector.column_);
     const auto tokens = tokenize(text);
     std::size_t at = 0;
-    while (at < tokens.size() && tokens[at].end <= offset) ++at;
+    while (at < tokens.size() && tokens[at].end <= offset)
+      ++at;
     const Diagnostic::Kind kind = classify(collector.message_);
     // protobuf reports some errors after the token at fault (past an unknown name, past a
     // bad value); step back to the token the message quotes.
@@ -530,7 +538,8 @@ void parseAll(std::string text, const std::string& origin, Experiment* spec,
     if (const auto hint = d.message.find("did you mean \""); hint != std::string::npos) {
       // The field meant is absent: rules about it would only repeat this error.
       const auto begin_name = hint + 14;
-      const std::string meant = d.message.substr(begin_name, d.message.find('"', begin_name) - begin_name);
+      const std::string meant =
+          d.message.substr(begin_name, d.message.find('"', begin_name) - begin_name);
       locations->unusable.insert(joinPath(blocks, meant));
     }
     first = false;
@@ -600,8 +609,7 @@ void applyOverride(const std::string& assignment, Experiment* spec, LocationMap*
       }
       FieldLocation location;
       location.origin = origin;
-      location.value_column =
-          field->cpp_type() == gp::FieldDescriptor::CPPTYPE_STRING ? -1 : 0;
+      location.value_column = field->cpp_type() == gp::FieldDescriptor::CPPTYPE_STRING ? -1 : 0;
       locations->fields[path] = location;
       locations->unusable.erase(path);
       return;
@@ -640,7 +648,8 @@ LoadedSpec finish(LoadedSpec loaded, LocationMap& locations, const std::filesyst
   r.train_json_file = resolvePath(spec_dir, data.train_json_file());
   r.val_image_dir = resolvePath(spec_dir, data.val_image_dir());
   r.val_json_file = resolvePath(spec_dir, data.val_json_file());
-  if (data.has_shapes_dataset()) r.shapes_root = resolvePath(spec_dir, data.shapes_dataset().root());
+  if (data.has_shapes_dataset())
+    r.shapes_root = resolvePath(spec_dir, data.shapes_dataset().root());
   std::stable_sort(loaded.diagnostics.begin(), loaded.diagnostics.end(),
                    [](const Diagnostic& a, const Diagnostic& b) {
                      const bool a_file = a.line > 0, b_file = b.line > 0;
@@ -771,9 +780,8 @@ LoadedSpec loadSpecFile(const std::filesystem::path& path,
     d.kind = Diagnostic::Kind::Io;
     d.origin = path.string();
     std::error_code ec;
-    d.message = std::filesystem::exists(path, ec)
-                    ? "cannot read the spec file (permissions?)"
-                    : "no such spec file";
+    d.message = std::filesystem::exists(path, ec) ? "cannot read the spec file (permissions?)"
+                                                  : "no such spec file";
     loaded.diagnostics.push_back(d);
     return loaded;
   }

@@ -137,10 +137,10 @@ void checkSchedule(const Experiment& s, Checker& c, Resolved* r) {
   }
   if (steps_ok && levels_ok &&
       r->learning_rate_steps.size() != r->learning_rate_decay_levels.size()) {
-    c.error("learning_rate_decay_levels",
-            std::to_string(r->learning_rate_decay_levels.size()) + " level(s) for " +
-                std::to_string(r->learning_rate_steps.size()) +
-                " learning_rate_steps: give one level for each step");
+    c.error("learning_rate_decay_levels", std::to_string(r->learning_rate_decay_levels.size()) +
+                                              " level(s) for " +
+                                              std::to_string(r->learning_rate_steps.size()) +
+                                              " learning_rate_steps: give one level for each step");
   }
 
   const bool has_steps = s.has_total_steps() && c.usable("total_steps");
@@ -155,10 +155,9 @@ void checkSchedule(const Experiment& s, Checker& c, Resolved* r) {
   }
   if (has_steps && steps_ok && !r->learning_rate_steps.empty() &&
       r->learning_rate_steps.back() >= static_cast<long long>(s.total_steps())) {
-    c.warning("learning_rate_steps", "the last decay step " +
-                                         std::to_string(r->learning_rate_steps.back()) +
-                                         " is not before total_steps " +
-                                         std::to_string(s.total_steps()));
+    c.warning("learning_rate_steps",
+              "the last decay step " + std::to_string(r->learning_rate_steps.back()) +
+                  " is not before total_steps " + std::to_string(s.total_steps()));
   }
   if (has_steps && s.warmup_steps() > s.total_steps()) {
     c.warning("warmup_steps", "is longer than total_steps");
@@ -166,7 +165,8 @@ void checkSchedule(const Experiment& s, Checker& c, Resolved* r) {
 
   if (s.train_batch_size() == 0) c.error("train_batch_size", "must be at least 1");
   if (s.eval_batch_size() == 0) c.error("eval_batch_size", "must be at least 1");
-  if (s.gradient_accumulation_steps() == 0) c.error("gradient_accumulation_steps", "must be at least 1");
+  if (s.gradient_accumulation_steps() == 0)
+    c.error("gradient_accumulation_steps", "must be at least 1");
   if (s.save_checkpoints_steps() == 0) c.error("save_checkpoints_steps", "must be at least 1");
   if (s.num_steps_per_eval() == 0) c.error("num_steps_per_eval", "must be at least 1");
   if (s.keep_checkpoint_max() == 0) c.error("keep_checkpoint_max", "must be at least 1");
@@ -192,12 +192,14 @@ void checkSchedule(const Experiment& s, Checker& c, Resolved* r) {
     c.error("amp_dtype", "fp16 mixed precision needs a GPU; use bf16 on the CPU");
   }
   if (s.has_wandb_config()) c.warning("wandb_config", "accepted for TAO compatibility, not used");
-  if (s.has_clearml_config()) c.warning("clearml_config", "accepted for TAO compatibility, not used");
+  if (s.has_clearml_config())
+    c.warning("clearml_config", "accepted for TAO compatibility, not used");
   if (!s.skip_checkpoint_variables().empty()) {
     try {
       std::regex probe(s.skip_checkpoint_variables());
     } catch (const std::regex_error& ex) {
-      c.error("skip_checkpoint_variables", std::string("not a valid regular expression: ") + ex.what());
+      c.error("skip_checkpoint_variables",
+              std::string("not a valid regular expression: ") + ex.what());
     }
   }
 }
@@ -218,8 +220,8 @@ void checkModel(const MaskRCNNConfig& m, Checker& c, Resolved* r) {
     r->freeze_blocks.clear();
     for (long long b : blocks) {
       if (b < 0 || b > 4) {
-        c.error(p + "freeze_blocks", "block " + std::to_string(b) +
-                                         " does not exist: 0 is the stem, 1 to 4 the stages");
+        c.error(p + "freeze_blocks",
+                "block " + std::to_string(b) + " does not exist: 0 is the stem, 1 to 4 the stages");
         break;
       }
       r->freeze_blocks.push_back(static_cast<int>(b));
@@ -251,18 +253,18 @@ void checkModel(const MaskRCNNConfig& m, Checker& c, Resolved* r) {
   if (!decodeNumberList(m.bbox_reg_weights(), &weights, &e)) {
     c.literalError(p + "bbox_reg_weights", e, "box regression weights");
   } else if (weights.size() != 4) {
-    c.error(p + "bbox_reg_weights", "needs 4 numbers (wx, wy, ww, wh), got " +
-                                        std::to_string(weights.size()));
+    c.error(p + "bbox_reg_weights",
+            "needs 4 numbers (wx, wy, ww, wh), got " + std::to_string(weights.size()));
   } else if (std::any_of(weights.begin(), weights.end(), [](double w) { return !(w > 0); })) {
     c.error(p + "bbox_reg_weights", "weights must be greater than 0");
   } else {
     std::copy(weights.begin(), weights.end(), r->bbox_reg_weights.begin());
   }
 
-  for (const char* name : {"rpn_positive_overlap", "rpn_negative_overlap", "rpn_fg_fraction",
-                           "fg_fraction", "fg_thresh", "bg_thresh_hi", "bg_thresh_lo",
-                           "train_rpn_nms_threshold", "test_nms", "test_rpn_nms_thresh",
-                           "test_score_thresh"}) {
+  for (const char* name :
+       {"rpn_positive_overlap", "rpn_negative_overlap", "rpn_fg_fraction", "fg_fraction",
+        "fg_thresh", "bg_thresh_hi", "bg_thresh_lo", "train_rpn_nms_threshold", "test_nms",
+        "test_rpn_nms_thresh", "test_score_thresh"}) {
     const auto* f = m.GetDescriptor()->FindFieldByName(name);
     requireFraction(c, p + name, m.GetReflection()->GetFloat(m, f));
   }
@@ -273,15 +275,15 @@ void checkModel(const MaskRCNNConfig& m, Checker& c, Resolved* r) {
     c.error(p + "bg_thresh_lo", "is greater than bg_thresh_hi");
   }
   if (!(m.rpn_min_size() >= 0)) c.error(p + "rpn_min_size", "must not be negative");
-  for (const char* name : {"rpn_batch_size_per_im", "batch_size_per_im", "fast_rcnn_mlp_head_dim",
-                           "mrcnn_resolution", "gt_mask_size", "train_rpn_pre_nms_topn",
-                           "train_rpn_post_nms_topn", "test_rpn_pre_nms_topn",
-                           "test_rpn_post_nms_topn", "test_detections_per_image"}) {
+  for (const char* name :
+       {"rpn_batch_size_per_im", "batch_size_per_im", "fast_rcnn_mlp_head_dim", "mrcnn_resolution",
+        "gt_mask_size", "train_rpn_pre_nms_topn", "train_rpn_post_nms_topn",
+        "test_rpn_pre_nms_topn", "test_rpn_post_nms_topn", "test_detections_per_image"}) {
     const auto* f = m.GetDescriptor()->FindFieldByName(name);
     if (m.GetReflection()->GetUInt32(m, f) == 0) c.error(p + name, "must be at least 1");
   }
-  for (const char* name : {"rpn_box_loss_weight", "fast_rcnn_box_loss_weight",
-                           "mrcnn_weight_loss_mask"}) {
+  for (const char* name :
+       {"rpn_box_loss_weight", "fast_rcnn_box_loss_weight", "mrcnn_weight_loss_mask"}) {
     const auto* f = m.GetDescriptor()->FindFieldByName(name);
     if (!(m.GetReflection()->GetFloat(m, f) >= 0)) c.error(p + name, "must not be negative");
   }
@@ -302,8 +304,8 @@ void checkData(const Experiment& s, Checker& c, Resolved* r) {
   if (!decodeIntList(d.image_size(), &size, &e)) {
     c.literalError(p + "image_size", e, "image size");
   } else if (size.size() != 2) {
-    c.error(p + "image_size", "needs (height, width), got " + std::to_string(size.size()) +
-                                  " numbers");
+    c.error(p + "image_size",
+            "needs (height, width), got " + std::to_string(size.size()) + " numbers");
   } else {
     r->image_height = static_cast<int>(size[0]);
     r->image_width = static_cast<int>(size[1]);
@@ -317,7 +319,8 @@ void checkData(const Experiment& s, Checker& c, Resolved* r) {
           c.error(p + "image_size",
                   "sides must be multiples of 2^max_level = " + std::to_string(stride) + ", got " +
                       std::to_string(side) + " (nearest: " +
-                      std::to_string(std::max<long long>(stride, (side + stride / 2) / stride * stride)) +
+                      std::to_string(
+                          std::max<long long>(stride, (side + stride / 2) / stride * stride)) +
                       ")");
           break;
         }

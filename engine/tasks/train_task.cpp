@@ -30,7 +30,8 @@ bool requirePath(const fs::path& path, const char* field, bool folder, std::ostr
 
 int runTrain(const TaskOptions& options, std::ostream& out, std::ostream& err) {
   const spec::LoadedSpec loaded = spec::loadSpecFile(options.spec_path, options.overrides);
-  for (const auto& d : loaded.diagnostics) err << d.format() << '\n';
+  for (const auto& d : loaded.diagnostics)
+    err << d.format() << '\n';
   if (!loaded.ok()) {
     err << loaded.errors().size() << " error(s) in " << options.spec_path.string()
         << "; nothing was run\n";
@@ -45,14 +46,15 @@ int runTrain(const TaskOptions& options, std::ostream& out, std::ostream& err) {
     err << options.spec_path.string() << ": error: device: " << device.error << '\n';
     return kExitBadSpec;
   }
-  out << "LibTorch " << runtime.torch_version << " (CUDA build: " << (runtime.cuda_built ? "yes" : "no")
+  out << "LibTorch " << runtime.torch_version
+      << " (CUDA build: " << (runtime.cuda_built ? "yes" : "no")
       << ", GPUs: " << runtime.cuda_devices << ", CPU threads: " << runtime.cpu_threads
       << "); device " << device.name << '\n';
 
   const fs::path run_dir = options.run_dir.empty() ? r.output_dir / r.run_name : options.run_dir;
   try {
-    writeFileAtomic(run_dir / "spec.txt", "# " + options.spec_path.string() + ", as run\n" +
-                                              spec::printResolved(s));
+    writeFileAtomic(run_dir / "spec.txt",
+                    "# " + options.spec_path.string() + ", as run\n" + spec::printResolved(s));
   } catch (const std::exception& e) {
     err << "error: run directory: " << e.what() << '\n';
     return kExitBadData;
@@ -105,8 +107,8 @@ int runTrain(const TaskOptions& options, std::ostream& out, std::ostream& err) {
   if (!val_json.empty()) data_ok &= requirePath(val_json, "val_json_file", false, err);
   if (!val_dir.empty()) data_ok &= requirePath(val_dir, "val_image_dir", true, err);
   if (!data_ok) return kExitBadData;
-  out << "training data: " << (train_json.empty() ? s.data_config().training_file_pattern()
-                                                   : train_json.string())
+  out << "training data: "
+      << (train_json.empty() ? s.data_config().training_file_pattern() : train_json.string())
       << '\n';
   if (!val_json.empty()) out << "validation data: " << val_json.string() << '\n';
 

@@ -8,7 +8,8 @@ namespace mrcnn::engine {
 
 int runValidate(const TaskOptions& options, std::ostream& out, std::ostream& err) {
   const spec::LoadedSpec loaded = spec::loadSpecFile(options.spec_path, options.overrides);
-  for (const auto& d : loaded.diagnostics) err << d.format() << '\n';
+  for (const auto& d : loaded.diagnostics)
+    err << d.format() << '\n';
   if (!loaded.ok()) {
     const auto count = loaded.errors().size();
     err << count << (count == 1 ? " error" : " errors") << " in " << options.spec_path.string()

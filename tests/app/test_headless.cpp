@@ -14,10 +14,15 @@ struct Run {
   QString out, err;
 };
 
-QString binDir() { return qEnvironmentVariable("MRCNN_BIN_DIR"); }
-QString sourceDir() { return qEnvironmentVariable("MRCNN_SOURCE_DIR"); }
+QString binDir() {
+  return qEnvironmentVariable("MRCNN_BIN_DIR");
+}
+QString sourceDir() {
+  return qEnvironmentVariable("MRCNN_SOURCE_DIR");
+}
 
-Run headless(const QStringList& args, const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment(),
+Run headless(const QStringList& args,
+             const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment(),
              int timeout_ms = 300000) {
   QProcess p;
   p.setProcessEnvironment(env);
@@ -59,23 +64,27 @@ class HeadlessTest : public QObject {
   }
 
   void validateAcceptsTheTaoSampleUnmodified() {
-    const Run r = headless({sourceDir() + "/tests/specs/data/tao_maskrcnn_sample.txt", "--task", "validate"});
+    const Run r =
+        headless({sourceDir() + "/tests/specs/data/tao_maskrcnn_sample.txt", "--task", "validate"});
     QVERIFY2(r.code == 0, qPrintable(r.err));
     QVERIFY(r.out.contains("learning_rate_steps: \"[60000, 80000, 100000]\""));
   }
 
   void validateRejectsWithEveryPlace() {
     QTemporaryDir dir;
-    const QString spec = writeFile(dir, "bad.txt",
-                                   "total_steps: 10\n"
-                                   "maskrcnn_config {\n  nlayers: 12\n  min_level: 7\n}\n"
-                                   "data_config {\n  training_file_pattern: \"x\"\n  num_clases: 3\n}\n");
+    const QString spec =
+        writeFile(dir, "bad.txt",
+                  "total_steps: 10\n"
+                  "maskrcnn_config {\n  nlayers: 12\n  min_level: 7\n}\n"
+                  "data_config {\n  training_file_pattern: \"x\"\n  num_clases: 3\n}\n");
     const Run r = headless({spec, "--task", "validate"});
     QCOMPARE(r.code, 3);
-    QVERIFY2(r.err.contains(spec + ":3:3: error: maskrcnn_config.nlayers: unsupported ResNet depth 12"),
-             qPrintable(r.err));
+    QVERIFY2(
+        r.err.contains(spec + ":3:3: error: maskrcnn_config.nlayers: unsupported ResNet depth 12"),
+        qPrintable(r.err));
     QVERIFY2(r.err.contains(spec + ":4:3: error: maskrcnn_config.min_level:"), qPrintable(r.err));
-    QVERIFY2(r.err.contains(spec + ":8:3: error: data_config.num_clases: unknown field"), qPrintable(r.err));
+    QVERIFY2(r.err.contains(spec + ":8:3: error: data_config.num_clases: unknown field"),
+             qPrintable(r.err));
     QVERIFY(r.err.contains("3 errors in " + spec));
     QVERIFY(r.out.isEmpty());
   }
@@ -89,7 +98,8 @@ class HeadlessTest : public QObject {
     QVERIFY(r.out.contains("image_size: \"(384, 512)\"\n"));
     r = headless({spec, "--task", "validate", "--set", "data_config.num_classes=1"});
     QCOMPARE(r.code, 3);
-    QVERIFY(r.err.contains("--set data_config.num_classes=1: error: data_config.num_classes: must be at least 2"));
+    QVERIFY(r.err.contains(
+        "--set data_config.num_classes=1: error: data_config.num_classes: must be at least 2"));
   }
 
   void missingSpecAndBadTask() {
@@ -105,11 +115,16 @@ class HeadlessTest : public QObject {
     QTemporaryDir dir;
     const QString spec = sourceDir() + "/specs/shapes_resnet18.txt";
     const QStringList args = {spec,
-                              "--set", "data_config.shapes_dataset.root=" + dir.filePath("shapes"),
-                              "--set", "data_config.shapes_dataset.train_images=6",
-                              "--set", "data_config.shapes_dataset.val_images=3",
-                              "--set", "output_dir=" + dir.filePath("runs"),
-                              "--set", "device=cpu"};
+                              "--set",
+                              "data_config.shapes_dataset.root=" + dir.filePath("shapes"),
+                              "--set",
+                              "data_config.shapes_dataset.train_images=6",
+                              "--set",
+                              "data_config.shapes_dataset.val_images=3",
+                              "--set",
+                              "output_dir=" + dir.filePath("runs"),
+                              "--set",
+                              "device=cpu"};
     Run r = headless(args);
     QVERIFY2(r.code == 0, qPrintable(r.out + r.err));
     QVERIFY2(r.out.contains("shapes dataset generated"), qPrintable(r.out));
@@ -136,8 +151,9 @@ class HeadlessTest : public QObject {
                                    "  train_json_file: \"nowhere.json\"\n}\n");
     const Run r = headless({spec, "--set", "device=cpu"});
     QCOMPARE(r.code, 4);
-    QVERIFY2(r.err.contains("data_config.train_json_file: no such file " + dir.filePath("nowhere.json")),
-             qPrintable(r.err));
+    QVERIFY2(
+        r.err.contains("data_config.train_json_file: no such file " + dir.filePath("nowhere.json")),
+        qPrintable(r.err));
   }
 
   void launcherPassesTheEngineExitCodeAndSignals() {

@@ -78,7 +78,8 @@ class EngineTest : public QObject {
 
   void atomicWriteReplacesWholeFiles() {
     QTemporaryDir dir;
-    const std::filesystem::path path = std::filesystem::path(dir.path().toStdString()) / "a/b/spec.txt";
+    const std::filesystem::path path =
+        std::filesystem::path(dir.path().toStdString()) / "a/b/spec.txt";
     writeFileAtomic(path, "first");
     QCOMPARE(QString::fromStdString(readAll(path)), QString("first"));
     writeFileAtomic(path, std::string(1 << 20, 'x'));

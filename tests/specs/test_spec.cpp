@@ -14,7 +14,9 @@ namespace gp = google::protobuf;
 
 namespace {
 
-std::filesystem::path sourceDir() { return qEnvironmentVariable("MRCNN_SOURCE_DIR").toStdString(); }
+std::filesystem::path sourceDir() {
+  return qEnvironmentVariable("MRCNN_SOURCE_DIR").toStdString();
+}
 
 // A minimal valid spec that error cases extend.
 const char* kValidBase =
@@ -29,7 +31,8 @@ LoadedSpec load(const std::string& text, const std::vector<std::string>& overrid
 
 QString dump(const LoadedSpec& loaded) {
   QString out;
-  for (const auto& d : loaded.diagnostics) out += QString::fromStdString(d.format()) + "\n";
+  for (const auto& d : loaded.diagnostics)
+    out += QString::fromStdString(d.format()) + "\n";
   return out;
 }
 
@@ -45,48 +48,77 @@ constexpr auto F32 = gp::FieldDescriptor::TYPE_FLOAT;
 constexpr auto STR = gp::FieldDescriptor::TYPE_STRING;
 constexpr auto BOOL = gp::FieldDescriptor::TYPE_BOOL;
 const TaoField kTaoFields[] = {
-    {"", "skip_checkpoint_variables", 3, STR}, {"", "train_batch_size", 5, U32},
-    {"", "save_checkpoints_steps", 6, U32}, {"", "num_steps_per_eval", 7, U32},
-    {"", "momentum", 8, F32}, {"", "l2_weight_decay", 10, F32},
-    {"", "warmup_learning_rate", 11, F32}, {"", "init_learning_rate", 12, F32},
-    {"", "global_gradient_clip_ratio", 13, F32}, {"", "total_steps", 14, U32},
-    {"", "visualize_images_summary", 15, BOOL}, {"", "checkpoint", 19, STR},
-    {"", "eval_batch_size", 20, U32}, {"", "warmup_steps", 21, U32},
-    {"", "learning_rate_steps", 22, STR}, {"", "learning_rate_decay_levels", 23, STR},
-    {"", "seed", 24, U32}, {"", "report_frequency", 25, U32}, {"", "use_amp", 26, BOOL},
-    {"", "pruned_model_path", 27, STR}, {"", "l1_weight_decay", 28, F32},
-    {"", "num_epochs", 29, U32}, {"", "num_examples_per_epoch", 30, U32},
+    {"", "skip_checkpoint_variables", 3, STR},
+    {"", "train_batch_size", 5, U32},
+    {"", "save_checkpoints_steps", 6, U32},
+    {"", "num_steps_per_eval", 7, U32},
+    {"", "momentum", 8, F32},
+    {"", "l2_weight_decay", 10, F32},
+    {"", "warmup_learning_rate", 11, F32},
+    {"", "init_learning_rate", 12, F32},
+    {"", "global_gradient_clip_ratio", 13, F32},
+    {"", "total_steps", 14, U32},
+    {"", "visualize_images_summary", 15, BOOL},
+    {"", "checkpoint", 19, STR},
+    {"", "eval_batch_size", 20, U32},
+    {"", "warmup_steps", 21, U32},
+    {"", "learning_rate_steps", 22, STR},
+    {"", "learning_rate_decay_levels", 23, STR},
+    {"", "seed", 24, U32},
+    {"", "report_frequency", 25, U32},
+    {"", "use_amp", 26, BOOL},
+    {"", "pruned_model_path", 27, STR},
+    {"", "l1_weight_decay", 28, F32},
+    {"", "num_epochs", 29, U32},
+    {"", "num_examples_per_epoch", 30, U32},
     {"", "logging_frequency", 31, U32},
-    {"data_config", "image_size", 1, STR}, {"data_config", "augment_input_data", 2, BOOL},
-    {"data_config", "num_classes", 3, U32}, {"data_config", "skip_crowd_during_training", 4, BOOL},
+    {"data_config", "image_size", 1, STR},
+    {"data_config", "augment_input_data", 2, BOOL},
+    {"data_config", "num_classes", 3, U32},
+    {"data_config", "skip_crowd_during_training", 4, BOOL},
     {"data_config", "training_file_pattern", 6, STR},
-    {"data_config", "validation_file_pattern", 7, STR}, {"data_config", "val_json_file", 8, STR},
-    {"data_config", "eval_samples", 9, U32}, {"data_config", "prefetch_buffer_size", 10, U32},
-    {"data_config", "shuffle_buffer_size", 11, U32}, {"data_config", "n_workers", 12, U32},
+    {"data_config", "validation_file_pattern", 7, STR},
+    {"data_config", "val_json_file", 8, STR},
+    {"data_config", "eval_samples", 9, U32},
+    {"data_config", "prefetch_buffer_size", 10, U32},
+    {"data_config", "shuffle_buffer_size", 11, U32},
+    {"data_config", "n_workers", 12, U32},
     {"data_config", "max_num_instances", 13, U32},
     {"maskrcnn_config", "rpn_box_loss_weight", 1, F32},
     {"maskrcnn_config", "fast_rcnn_box_loss_weight", 2, F32},
-    {"maskrcnn_config", "mrcnn_weight_loss_mask", 3, F32}, {"maskrcnn_config", "freeze_bn", 4, BOOL},
-    {"maskrcnn_config", "bbox_reg_weights", 5, STR}, {"maskrcnn_config", "aspect_ratios", 6, STR},
-    {"maskrcnn_config", "gt_mask_size", 7, U32}, {"maskrcnn_config", "rpn_positive_overlap", 8, F32},
+    {"maskrcnn_config", "mrcnn_weight_loss_mask", 3, F32},
+    {"maskrcnn_config", "freeze_bn", 4, BOOL},
+    {"maskrcnn_config", "bbox_reg_weights", 5, STR},
+    {"maskrcnn_config", "aspect_ratios", 6, STR},
+    {"maskrcnn_config", "gt_mask_size", 7, U32},
+    {"maskrcnn_config", "rpn_positive_overlap", 8, F32},
     {"maskrcnn_config", "rpn_negative_overlap", 9, F32},
     {"maskrcnn_config", "rpn_batch_size_per_im", 10, U32},
-    {"maskrcnn_config", "rpn_fg_fraction", 11, F32}, {"maskrcnn_config", "rpn_min_size", 12, F32},
-    {"maskrcnn_config", "batch_size_per_im", 13, U32}, {"maskrcnn_config", "fg_fraction", 14, F32},
-    {"maskrcnn_config", "fg_thresh", 15, F32}, {"maskrcnn_config", "bg_thresh_hi", 16, F32},
+    {"maskrcnn_config", "rpn_fg_fraction", 11, F32},
+    {"maskrcnn_config", "rpn_min_size", 12, F32},
+    {"maskrcnn_config", "batch_size_per_im", 13, U32},
+    {"maskrcnn_config", "fg_fraction", 14, F32},
+    {"maskrcnn_config", "fg_thresh", 15, F32},
+    {"maskrcnn_config", "bg_thresh_hi", 16, F32},
     {"maskrcnn_config", "bg_thresh_lo", 17, F32},
     {"maskrcnn_config", "fast_rcnn_mlp_head_dim", 18, U32},
-    {"maskrcnn_config", "include_mask", 19, BOOL}, {"maskrcnn_config", "mrcnn_resolution", 20, U32},
+    {"maskrcnn_config", "include_mask", 19, BOOL},
+    {"maskrcnn_config", "mrcnn_resolution", 20, U32},
     {"maskrcnn_config", "train_rpn_pre_nms_topn", 21, U32},
     {"maskrcnn_config", "train_rpn_post_nms_topn", 22, U32},
     {"maskrcnn_config", "train_rpn_nms_threshold", 23, F32},
     {"maskrcnn_config", "test_detections_per_image", 24, U32},
-    {"maskrcnn_config", "test_nms", 25, F32}, {"maskrcnn_config", "test_rpn_pre_nms_topn", 26, U32},
+    {"maskrcnn_config", "test_nms", 25, F32},
+    {"maskrcnn_config", "test_rpn_pre_nms_topn", 26, U32},
     {"maskrcnn_config", "test_rpn_post_nms_topn", 27, U32},
-    {"maskrcnn_config", "test_rpn_nms_thresh", 28, F32}, {"maskrcnn_config", "min_level", 29, U32},
-    {"maskrcnn_config", "max_level", 30, U32}, {"maskrcnn_config", "num_scales", 31, U32},
-    {"maskrcnn_config", "anchor_scale", 32, U32}, {"maskrcnn_config", "arch", 33, STR},
-    {"maskrcnn_config", "nlayers", 34, U32}, {"maskrcnn_config", "freeze_blocks", 35, STR},
+    {"maskrcnn_config", "test_rpn_nms_thresh", 28, F32},
+    {"maskrcnn_config", "min_level", 29, U32},
+    {"maskrcnn_config", "max_level", 30, U32},
+    {"maskrcnn_config", "num_scales", 31, U32},
+    {"maskrcnn_config", "anchor_scale", 32, U32},
+    {"maskrcnn_config", "arch", 33, STR},
+    {"maskrcnn_config", "nlayers", 34, U32},
+    {"maskrcnn_config", "freeze_blocks", 35, STR},
 };
 
 const gp::Descriptor* blockDescriptor(const std::string& block) {
@@ -169,7 +201,8 @@ void SpecTest::everyTaoFieldParses() {
   for (const char* block : {"", "data_config", "maskrcnn_config"}) {
     if (*block) text += std::string(block) + " {\n";
     for (const TaoField& f : kTaoFields) {
-      if (std::string(f.block) == block) text += std::string("  ") + f.name + ": " + taoValue(f) + "\n";
+      if (std::string(f.block) == block)
+        text += std::string("  ") + f.name + ": " + taoValue(f) + "\n";
     }
     if (*block) text += "}\n";
   }
@@ -214,55 +247,97 @@ void SpecTest::errorClasses_data() {
   QTest::addColumn<QString>("message");
   const QString base = kValidBase;
   // Syntax.
-  QTest::newRow("missing colon") << base + "seed 5\n" << 5 << 6 << "seed" << "Expected \":\"";
-  QTest::newRow("stray brace") << base + "}\n" << 5 << 1 << "" << "no block is open";
-  QTest::newRow("unclosed block") << base + "maskrcnn_config {\n  nlayers: 18\n" << 5 << 1
-                                  << "maskrcnn_config" << "never closed";
-  QTest::newRow("duplicate") << base + "seed: 1\nseed: 2\n" << 6 << 1 << "seed" << "more than once";
+  QTest::newRow("missing colon") << base + "seed 5\n"
+                                 << 5 << 6 << "seed"
+                                 << "Expected \":\"";
+  QTest::newRow("stray brace") << base + "}\n"
+                               << 5 << 1 << ""
+                               << "no block is open";
+  QTest::newRow("unclosed block") << base + "maskrcnn_config {\n  nlayers: 18\n"
+                                  << 5 << 1 << "maskrcnn_config"
+                                  << "never closed";
+  QTest::newRow("duplicate") << base + "seed: 1\nseed: 2\n"
+                             << 6 << 1 << "seed"
+                             << "more than once";
   // Unknown fields.
-  QTest::newRow("unknown top") << base + "sed: 5\n" << 5 << 1 << "sed" << "did you mean \"seed\"";
-  QTest::newRow("unknown nested") << base + "maskrcnn_config {\n  nlayer: 18\n}\n" << 6 << 3
-                                  << "maskrcnn_config.nlayer" << "did you mean \"nlayers\"";
-  QTest::newRow("misplaced") << base + "maskrcnn_config {\n  num_classes: 3\n}\n" << 6 << 3
-                             << "maskrcnn_config.num_classes" << "belongs in data_config";
+  QTest::newRow("unknown top") << base + "sed: 5\n"
+                               << 5 << 1 << "sed"
+                               << "did you mean \"seed\"";
+  QTest::newRow("unknown nested") << base + "maskrcnn_config {\n  nlayer: 18\n}\n"
+                                  << 6 << 3 << "maskrcnn_config.nlayer"
+                                  << "did you mean \"nlayers\"";
+  QTest::newRow("misplaced") << base + "maskrcnn_config {\n  num_classes: 3\n}\n"
+                             << 6 << 3 << "maskrcnn_config.num_classes"
+                             << "belongs in data_config";
   // Wrong types.
-  QTest::newRow("string for int") << base + "maskrcnn_config {\n  nlayers: \"50\"\n}\n" << 6 << 12
-                                  << "maskrcnn_config.nlayers" << "expected a non-negative integer";
-  QTest::newRow("negative uint") << base + "seed: -3\n" << 5 << 7 << "seed" << "non-negative integer";
-  QTest::newRow("bad bool") << base + "use_amp: yes\n" << 5 << 10 << "use_amp" << "true or false";
-  QTest::newRow("word for float") << base + "momentum: high\n" << 5 << 11 << "momentum" << "a number";
-  QTest::newRow("number for string") << base + "checkpoint: 5\n" << 5 << 13 << "checkpoint"
+  QTest::newRow("string for int") << base + "maskrcnn_config {\n  nlayers: \"50\"\n}\n"
+                                  << 6 << 12 << "maskrcnn_config.nlayers"
+                                  << "expected a non-negative integer";
+  QTest::newRow("negative uint") << base + "seed: -3\n"
+                                 << 5 << 7 << "seed"
+                                 << "non-negative integer";
+  QTest::newRow("bad bool") << base + "use_amp: yes\n"
+                            << 5 << 10 << "use_amp"
+                            << "true or false";
+  QTest::newRow("word for float") << base + "momentum: high\n"
+                                  << 5 << 11 << "momentum"
+                                  << "a number";
+  QTest::newRow("number for string") << base + "checkpoint: 5\n"
+                                     << 5 << 13 << "checkpoint"
                                      << "a quoted string";
   // Semantic rules.
-  QTest::newRow("decay count") << base + "learning_rate_steps: \"[10, 20]\"\nlearning_rate_decay_levels: \"[0.1]\"\n"
-                               << 6 << 1 << "learning_rate_decay_levels" << "one level for each step";
-  QTest::newRow("size multiple") << base.left(base.size() - 2) + "  image_size: \"(800, 1344)\"\n}\n"
-                                 << 4 << 3 << "data_config.image_size" << "multiples of 2^max_level = 64";
-  QTest::newRow("size small") << base.left(base.size() - 2) + "  image_size: \"(64, 1344)\"\n}\n" << 4
-                              << 3 << "data_config.image_size" << "at least 128";
-  QTest::newRow("classes") << base.left(base.size() - 2) + "  num_classes: 1\n}\n" << 4 << 3
-                           << "data_config.num_classes" << "at least 2";
-  QTest::newRow("fraction") << base + "maskrcnn_config {\n  fg_fraction: 1.25\n}\n" << 6 << 3
-                            << "maskrcnn_config.fg_fraction" << "between 0 and 1";
-  QTest::newRow("levels") << base + "maskrcnn_config {\n  min_level: 4\n  max_level: 3\n}\n" << 6 << 3
-                          << "maskrcnn_config.min_level" << "greater than max_level";
-  QTest::newRow("depth") << base + "maskrcnn_config {\n  nlayers: 152\n}\n" << 6 << 3
-                         << "maskrcnn_config.nlayers" << "unsupported ResNet depth 152";
-  QTest::newRow("batch") << base + "train_batch_size: 0\n" << 5 << 1 << "train_batch_size" << "at least 1";
-  QTest::newRow("no schedule") << QString("data_config {\n  training_file_pattern: \"x\"\n}\n") << 0 << 0
-                               << "total_steps" << "neither total_steps nor num_epochs";
-  QTest::newRow("malformed steps") << base + "learning_rate_steps: \"[10, 20\"\n" << 5 << 30
-                                   << "learning_rate_steps" << "missing ']'";
-  QTest::newRow("malformed ratios") << base + "maskrcnn_config {\n  aspect_ratios: \"[(1.0, 1.0), (2.0 0.5)]\"\n}\n"
-                                    << 6 << 37 << "maskrcnn_config.aspect_ratios" << "expected ','";
-  QTest::newRow("malformed weights") << base + "maskrcnn_config {\n  bbox_reg_weights: \"(10., 10., five, 5.)\"\n}\n"
-                                     << 6 << 33 << "maskrcnn_config.bbox_reg_weights" << "expected a number";
-  QTest::newRow("malformed blocks") << base + "maskrcnn_config {\n  freeze_blocks: \"[0, 9]\"\n}\n" << 6 << 3
-                                    << "maskrcnn_config.freeze_blocks" << "block 9 does not exist";
-  QTest::newRow("no data") << QString("total_steps: 5\n") << 0 << 0 << "data_config.training_file_pattern"
+  QTest::newRow("decay count")
+      << base + "learning_rate_steps: \"[10, 20]\"\nlearning_rate_decay_levels: \"[0.1]\"\n"
+      << 6 << 1 << "learning_rate_decay_levels"
+      << "one level for each step";
+  QTest::newRow("size multiple") << base.left(base.size() - 2) +
+                                        "  image_size: \"(800, 1344)\"\n}\n"
+                                 << 4 << 3 << "data_config.image_size"
+                                 << "multiples of 2^max_level = 64";
+  QTest::newRow("size small") << base.left(base.size() - 2) + "  image_size: \"(64, 1344)\"\n}\n"
+                              << 4 << 3 << "data_config.image_size"
+                              << "at least 128";
+  QTest::newRow("classes") << base.left(base.size() - 2) + "  num_classes: 1\n}\n"
+                           << 4 << 3 << "data_config.num_classes"
+                           << "at least 2";
+  QTest::newRow("fraction") << base + "maskrcnn_config {\n  fg_fraction: 1.25\n}\n"
+                            << 6 << 3 << "maskrcnn_config.fg_fraction"
+                            << "between 0 and 1";
+  QTest::newRow("levels") << base + "maskrcnn_config {\n  min_level: 4\n  max_level: 3\n}\n"
+                          << 6 << 3 << "maskrcnn_config.min_level"
+                          << "greater than max_level";
+  QTest::newRow("depth") << base + "maskrcnn_config {\n  nlayers: 152\n}\n"
+                         << 6 << 3 << "maskrcnn_config.nlayers"
+                         << "unsupported ResNet depth 152";
+  QTest::newRow("batch") << base + "train_batch_size: 0\n"
+                         << 5 << 1 << "train_batch_size"
+                         << "at least 1";
+  QTest::newRow("no schedule") << QString("data_config {\n  training_file_pattern: \"x\"\n}\n") << 0
+                               << 0 << "total_steps"
+                               << "neither total_steps nor num_epochs";
+  QTest::newRow("malformed steps") << base + "learning_rate_steps: \"[10, 20\"\n"
+                                   << 5 << 30 << "learning_rate_steps"
+                                   << "missing ']'";
+  QTest::newRow("malformed ratios")
+      << base + "maskrcnn_config {\n  aspect_ratios: \"[(1.0, 1.0), (2.0 0.5)]\"\n}\n"
+      << 6 << 37 << "maskrcnn_config.aspect_ratios"
+      << "expected ','";
+  QTest::newRow("malformed weights")
+      << base + "maskrcnn_config {\n  bbox_reg_weights: \"(10., 10., five, 5.)\"\n}\n"
+      << 6 << 33 << "maskrcnn_config.bbox_reg_weights"
+      << "expected a number";
+  QTest::newRow("malformed blocks") << base + "maskrcnn_config {\n  freeze_blocks: \"[0, 9]\"\n}\n"
+                                    << 6 << 3 << "maskrcnn_config.freeze_blocks"
+                                    << "block 9 does not exist";
+  QTest::newRow("no data") << QString("total_steps: 5\n") << 0 << 0
+                           << "data_config.training_file_pattern"
                            << "no training data";
-  QTest::newRow("device") << base + "device: \"gpu\"\n" << 5 << 1 << "device" << "auto, cpu, cuda";
-  QTest::newRow("choice") << base + "amp_dtype: \"fp8\"\n" << 5 << 1 << "amp_dtype" << "one of fp16, bf16";
+  QTest::newRow("device") << base + "device: \"gpu\"\n"
+                          << 5 << 1 << "device"
+                          << "auto, cpu, cuda";
+  QTest::newRow("choice") << base + "amp_dtype: \"fp8\"\n"
+                          << 5 << 1 << "amp_dtype"
+                          << "one of fp16, bf16";
 }
 
 void SpecTest::errorClasses() {
@@ -283,36 +358,39 @@ void SpecTest::errorClasses() {
   QCOMPARE(QString::fromStdString(d.origin), QString("spec.txt"));
   // The printed form names the place as compilers do.
   if (line > 0) {
-    QVERIFY(QString::fromStdString(d.format()).startsWith(QString("spec.txt:%1:%2: error: ").arg(line).arg(column)));
+    QVERIFY(QString::fromStdString(d.format())
+                .startsWith(QString("spec.txt:%1:%2: error: ").arg(line).arg(column)));
   }
 }
 
 void SpecTest::allErrorsReportedAtOnce() {
   const std::string text =
-      "sed: 1\n"                                  // unknown field
+      "sed: 1\n"  // unknown field
       "total_steps: 100\n"
-      "momentum: fast\n"                          // wrong type
+      "momentum: fast\n"  // wrong type
       "data_config {\n"
       "  training_file_pattern: \"x\"\n"
-      "  image_size: \"(100, 1344)\"\n"           // semantic
-      "  bogus {\n    a: 1\n  }\n"                // unknown block, skipped whole
+      "  image_size: \"(100, 1344)\"\n"  // semantic
+      "  bogus {\n    a: 1\n  }\n"       // unknown block, skipped whole
       "}\n"
       "maskrcnn_config {\n"
-      "  nlayers: 7\n"                            // semantic
-      "  test_nms: \"half\"\n"                    // wrong type
+      "  nlayers: 7\n"          // semantic
+      "  test_nms: \"half\"\n"  // wrong type
       "}\n";
   const LoadedSpec loaded = load(text);
   const auto errors = loaded.errors();
   QVERIFY2(errors.size() == 6, qPrintable(dump(loaded)));
   const std::vector<int> lines = {1, 3, 6, 7, 12, 13};
-  for (std::size_t i = 0; i < lines.size(); ++i) QCOMPARE(errors[i].line, lines[i]);
+  for (std::size_t i = 0; i < lines.size(); ++i)
+    QCOMPARE(errors[i].line, lines[i]);
   // The fields after the errors were still read.
   QCOMPARE(loaded.spec.total_steps(), 100u);
   QCOMPARE(loaded.spec.data_config().training_file_pattern(), std::string("x"));
 }
 
 void SpecTest::tabColumnsAreByteColumns() {
-  const LoadedSpec loaded = load(std::string(kValidBase) + "maskrcnn_config {\n\t\tnlayers: x\n}\n");
+  const LoadedSpec loaded =
+      load(std::string(kValidBase) + "maskrcnn_config {\n\t\tnlayers: x\n}\n");
   const auto errors = loaded.errors();
   QVERIFY2(errors.size() == 1, qPrintable(dump(loaded)));
   QCOMPARE(errors[0].line, 6);
@@ -321,8 +399,8 @@ void SpecTest::tabColumnsAreByteColumns() {
 
 void SpecTest::overridesApplyAndValidate() {
   LoadedSpec loaded = load(kValidBase, {"maskrcnn_config.nlayers=18", "use_amp=True",
-                                        "data_config.image_size=(512, 640)", "checkpoint=/w/model.pt",
-                                        "output_dir=\"out dir\""});
+                                        "data_config.image_size=(512, 640)",
+                                        "checkpoint=/w/model.pt", "output_dir=\"out dir\""});
   QVERIFY2(loaded.ok(), qPrintable(dump(loaded)));
   QCOMPARE(loaded.spec.maskrcnn_config().nlayers(), 18u);
   QCOMPARE(loaded.spec.use_amp(), true);
@@ -335,7 +413,8 @@ void SpecTest::overridesApplyAndValidate() {
   const auto errors = loaded.errors();
   QVERIFY2(errors.size() == 6, qPrintable(dump(loaded)));
   QString all = dump(loaded);
-  QVERIFY(all.contains("--set maskrcnn_config.nlayers=19: error: maskrcnn_config.nlayers: unsupported"));
+  QVERIFY(all.contains(
+      "--set maskrcnn_config.nlayers=19: error: maskrcnn_config.nlayers: unsupported"));
   QVERIFY(all.contains("--set sed=1: error: sed: unknown field \"sed\""));
   QVERIFY(all.contains("--set seed=abc: error: seed: expected a non-negative integer"));
   QVERIFY(all.contains("is a block"));
@@ -358,8 +437,8 @@ void SpecTest::resolvedSpecListsEveryFieldAndParsesBack() {
   QVERIFY(loaded.ok());
   const std::string printed = printResolved(loaded.spec);
   // Every singular field of the three blocks appears, defaults marked.
-  for (const gp::Descriptor* d : {Experiment::descriptor(), DataConfig::descriptor(),
-                                  MaskRCNNConfig::descriptor()}) {
+  for (const gp::Descriptor* d :
+       {Experiment::descriptor(), DataConfig::descriptor(), MaskRCNNConfig::descriptor()}) {
     for (int i = 0; i < d->field_count(); ++i) {
       const gp::FieldDescriptor* f = d->field(i);
       if (f->cpp_type() == gp::FieldDescriptor::CPPTYPE_MESSAGE) continue;
@@ -397,12 +476,14 @@ void SpecTest::missingFileIsAnError() {
 }
 
 void SpecTest::taoTrackingBlocksAreAcceptedWithAWarning() {
-  const LoadedSpec loaded = load(std::string(kValidBase) +
-                                 "wandb_config {\n  enabled: True\n  project: \"p\"\n  tags: \"a\"\n"
-                                 "  tags: \"b\"\n  mode: OFFLINE\n}\n");
+  const LoadedSpec loaded =
+      load(std::string(kValidBase) +
+           "wandb_config {\n  enabled: True\n  project: \"p\"\n  tags: \"a\"\n"
+           "  tags: \"b\"\n  mode: OFFLINE\n}\n");
   QVERIFY2(loaded.ok(), qPrintable(dump(loaded)));
   QString warnings;
-  for (const auto& w : loaded.warnings()) warnings += QString::fromStdString(w.format()) + "\n";
+  for (const auto& w : loaded.warnings())
+    warnings += QString::fromStdString(w.format()) + "\n";
   QVERIFY2(warnings.contains("warning: wandb_config: accepted for TAO compatibility, not used"),
            qPrintable(warnings));
 }
