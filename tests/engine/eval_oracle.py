@@ -1,0 +1,199 @@
+"""pycocotools as the oracle of the COCO evaluation tests.
+
+  eval_oracle.py evaluate GT DT TYPE OUT      COCOeval(GT, loadRes(DT), TYPE) -> OUT (json)
+  eval_oracle.py random SEED COUNT DIR        COUNT random cases in DIR, with expectations
+  eval_oracle.py tinycoco GT_JSON SEED DIR    detections made from a real annotation file
+
+Every case DIR/case_N/ holds gt.json, dt.json (and expected_bbox.json / expected_segm.json):
+the 12 stats, per-category AP, and the precision and recall arrays, as pycocotools computes
+them in this very run.
+"""
+import contextlib
+import io
+import json
+import os
+import sys
+
+import numpy as np
+from pycocotools import mask as mask_utils
+from pycocotools.coco import COCO
+from pycocotools.cocoeval import COCOeval
+
+
+def evaluate(gt_path, dt_path, iou_type, out_path):
+    with contextlib.redirect_stdout(io.StringIO()):
+        gt = COCO(gt_path)
+        dt = gt.loadRes(dt_path)
+        e = COCOeval(gt, dt, iou_type)
+        e.evaluate()
+        e.accumulate()
+        e.summarize()
+    precision = e.eval["precision"]
+    per_category = {}
+    for k, cat in enumerate(e.params.catIds):
+        p = precision[:, :, k, 0, -1]
+        p = p[p > -1]
+        per_category[str(cat)] = float(np.mean(p)) if p.size else -1.0
+    with open(out_path, "w") as f:
+        json.dump({"stats": [float(s) for s in e.stats], "per_category": per_category,
+                   "precision": precision.ravel().tolist(),
+                   "recall": e.eval["recall"].ravel().tolist(),
+                   "shape": list(precision.shape)}, f)
+
+
+def random_mask(rng, h, w, box):
+    x, y, bw, bh = box
+    m = np.zeros((h, w), dtype=np.uint8)
+    yy, xx = np.mgrid[0:h, 0:w]
+    cx, cy = x + bw / 2, y + bh / 2
+    rx, ry = max(bw / 2, 0.5), max(bh / 2, 0.5)
+    m[((xx - cx) / rx) ** 2 + ((yy - cy) / ry) ** 2 <= 1.0 + rng.uniform(-0.3, 0.3)] = 1
+    if rng.random() < 0.3:  # a hole or a bite
+        m[((xx - cx - rx / 2) / (rx / 2)) ** 2 + ((yy - cy) / (ry / 2)) ** 2 <= 1] = 0
+    return m
+
+
+def random_box(rng, h, w, tiny=False, huge=False):
+    if huge:
+        return [float(rng.uniform(0, 3)), float(rng.uniform(0, 3)), float(w - 4), float(h - 4)]
+    side = rng.uniform(1, 6) if tiny else rng.uniform(4, max(5, min(h, w) * 0.8))
+    bw = float(np.clip(side * rng.uniform(0.5, 1.5), 1, w - 1))
+    bh = float(np.clip(side * rng.uniform(0.5, 1.5), 1, h - 1))
+    return [round(float(rng.uniform(0, w - bw)), 2), round(float(rng.uniform(0, h - bh)), 2), round(bw, 2), round(bh, 2)]
+
+
+def polygon_of(box, rng):
+    x, y, w, h = box
+    n = int(rng.integers(3, 9))
+    t = np.sort(rng.uniform(0, 2 * np.pi, n))
+    px = x + w / 2 + np.cos(t) * w / 2 * rng.uniform(0.6, 1.0, n)
+    py = y + h / 2 + np.sin(t) * h / 2 * rng.uniform(0.6, 1.0, n)
+    return [round(float(v), 2) for pair in zip(px, py) for v in pair]
+
+
+def rle_json(m, compressed):
+    r = mask_utils.encode(np.asfortranarray(m))
+    if compressed:
+        return {"size": r["size"], "counts": r["counts"].decode("ascii")}
+    # uncompressed counts, as COCO's crowd annotations store them
+    flat = m.ravel(order="F")
+    counts, prev, run = [], 0, 0
+    for v in flat:
+        if v != prev:
+            counts.append(run)
+            run, prev = 0, v
+        run += 1
+    counts.append(run)
+    return {"size": list(m.shape), "counts": [int(c) for c in counts]}
+
+
+def make_case(rng, directory):
+    os.makedirs(directory, exist_ok=True)
+    n_images = int(rng.integers(1, 9))
+    cat_ids = sorted(int(c) for c in rng.choice(np.arange(1, 30), size=int(rng.integers(1, 6)), replace=False))
+    images = [{"id": int(i), "width": int(rng.integers(30, 320)), "height": int(rng.integers(30, 320)),
+               "file_name": f"{i}.jpg"} for i in rng.choice(np.arange(1, 10000), n_images, replace=False)]
+    anns, dts = [], []
+    ann_id = int(rng.integers(1, 50))
+    score_pool = [0.1, 0.5, 0.5, 0.9] if rng.random() < 0.5 else None
+    many = rng.random() < 0.1  # past maxDets=100
+    for img in images:
+        h, w = img["height"], img["width"]
+        masks = []
+        for _ in range(int(rng.integers(0, 7))):
+            cat = int(rng.choice(cat_ids[:-1] if len(cat_ids) > 1 and rng.random() < 0.3 else cat_ids))
+            box = random_box(rng, h, w, tiny=rng.random() < 0.15, huge=rng.random() < 0.08)
+            crowd = rng.random() < 0.12
+            if crowd:
+                m = random_mask(rng, h, w, box)
+                seg = rle_json(m, compressed=False)
+                area = float(m.sum())
+                box = [float(v) for v in mask_utils.toBbox(mask_utils.encode(np.asfortranarray(m)))]
+            else:
+                seg = [polygon_of(box, rng)]
+                r = mask_utils.merge(mask_utils.frPyObjects(seg, h, w))
+                m = mask_utils.decode(r)
+                area = float(mask_utils.area(r)) if rng.random() < 0.8 else round(box[2] * box[3], 2)
+            anns.append({"id": ann_id, "image_id": img["id"], "category_id": cat, "bbox": box,
+                         "area": area, "iscrowd": int(crowd), "segmentation": seg})
+            masks.append((cat, box, m))
+            ann_id += int(rng.integers(1, 3))
+        n_dt = int(rng.integers(0, 16)) + (int(rng.integers(90, 130)) if many else 0)
+        for _ in range(n_dt):
+            if masks and rng.random() < 0.7:
+                cat, box, m = masks[int(rng.integers(0, len(masks)))]
+                if rng.random() < 0.15:
+                    cat = int(rng.choice(cat_ids))
+                jitter = rng.normal(0, max(1.0, min(box[2], box[3]) * 0.15), 4)
+                b = [box[0] + jitter[0], box[1] + jitter[1], box[2] + jitter[2], box[3] + jitter[3]]
+                b = [round(float(np.clip(b[0], 0, w - 1)), 2), round(float(np.clip(b[1], 0, h - 1)), 2),
+                     round(float(max(b[2], 0.5)), 2), round(float(max(b[3], 0.5)), 2)]
+                dm = np.roll(m, (int(round(jitter[1])), int(round(jitter[0]))), axis=(0, 1))
+            else:
+                cat = int(rng.choice(cat_ids)) if rng.random() < 0.95 else 999  # 999: not in GT
+                b = random_box(rng, h, w, tiny=rng.random() < 0.2)
+                dm = random_mask(rng, h, w, b)
+            score = float(rng.choice(score_pool)) if score_pool else round(float(rng.random()), 3)
+            dts.append({"image_id": img["id"], "category_id": cat, "bbox": b, "score": score,
+                        "segmentation": rle_json(dm.astype(np.uint8), compressed=True)})
+    # Half the cases give masks without boxes: loadRes then takes area and box from the mask.
+    if rng.random() < 0.5:
+        for d in dts:
+            del d["bbox"]
+    categories = [{"id": c, "name": f"c{c}", "supercategory": "x"} for c in cat_ids]
+    rng.shuffle(images)
+    with open(os.path.join(directory, "gt.json"), "w") as f:
+        json.dump({"images": images, "annotations": anns, "categories": categories}, f)
+    with open(os.path.join(directory, "dt.json"), "w") as f:
+        json.dump(dts, f)
+    return bool(dts)
+
+
+def write_expected(directory, types):
+    for iou_type in types:
+        evaluate(os.path.join(directory, "gt.json"), os.path.join(directory, "dt.json"), iou_type,
+                 os.path.join(directory, f"expected_{iou_type}.json"))
+
+
+def main():
+    mode = sys.argv[1]
+    if mode == "evaluate":
+        evaluate(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5])
+    elif mode == "random":
+        rng = np.random.default_rng(int(sys.argv[2]))
+        count, root = int(sys.argv[3]), sys.argv[4]
+        made = 0
+        while made < count:
+            directory = os.path.join(root, f"case_{made}")
+            if make_case(rng, directory):  # pycocotools' loadRes cannot take an empty list
+                write_expected(directory, ["segm", "bbox"])
+                made += 1
+    elif mode == "tinycoco":
+        gt_path, seed, directory = sys.argv[2], int(sys.argv[3]), sys.argv[4]
+        rng = np.random.default_rng(seed)
+        os.makedirs(directory, exist_ok=True)
+        with contextlib.redirect_stdout(io.StringIO()):
+            gt = COCO(gt_path)
+        dts = []
+        for ann in gt.dataset["annotations"]:
+            img = gt.imgs[ann["image_id"]]
+            m = gt.annToMask(ann)
+            for _ in range(int(rng.integers(0, 3))):
+                shift = rng.integers(-6, 7, 2)
+                dm = np.roll(m, (int(shift[0]), int(shift[1])), axis=(0, 1)).astype(np.uint8)
+                x, y, w, h = ann["bbox"]
+                cat = ann["category_id"] if rng.random() < 0.85 else int(rng.choice(gt.getCatIds()))
+                dts.append({"image_id": ann["image_id"], "category_id": cat,
+                            "bbox": [x + float(shift[1]), y + float(shift[0]), w, h],
+                            "score": round(float(rng.random()), 2),
+                            "segmentation": rle_json(dm, compressed=True)})
+        with open(os.path.join(directory, "dt.json"), "w") as f:
+            json.dump(dts, f)
+        evaluate(gt_path, os.path.join(directory, "dt.json"), "bbox", os.path.join(directory, "expected_bbox.json"))
+        evaluate(gt_path, os.path.join(directory, "dt.json"), "segm", os.path.join(directory, "expected_segm.json"))
+    else:
+        sys.exit(f"unknown mode {mode}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,179 @@
+// COCO evaluation against pycocotools, run live from the project's environment: the
+// published bbox case of ../shared/data, a real annotation file with made-up detections
+// (bbox and segm), and hundreds of random ground-truth/detection sets with crowds, empty
+// images, tied scores, tiny and huge objects, more than 100 detections an image.
+#include <simdjson.h>
+
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <cmath>
+#include <fstream>
+#include <map>
+
+#include "dataset/coco/coco.h"
+#include "engine/eval/coco_eval.h"
+#include "engine/eval/results_json.h"
+
+using namespace mrcnn;
+using eval::IouType;
+
+namespace {
+
+QString sharedDir() {
+  return qEnvironmentVariable("MRCNN_SHARED_DIR");
+}
+QString oracle() {
+  return qEnvironmentVariable("MRCNN_SOURCE_DIR") + "/tests/engine/eval_oracle.py";
+}
+
+// Runs the oracle; fails the test (not a skip) if the environment is broken.
+bool runOracle(const QStringList& args, QString* log) {
+  const QString python = qEnvironmentVariable("MRCNN_PYTHON");
+  QProcess p;
+  p.start(python, QStringList{oracle()} + args);
+  const bool ok =
+      p.waitForFinished(600000) && p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0;
+  *log = QString::fromUtf8(p.readAllStandardError());
+  return ok;
+}
+
+eval::EvalResult evaluateFiles(const std::string& gt_path, const std::string& dt_path,
+                               IouType type) {
+  const dataset::CocoDataset gt = dataset::loadCoco(gt_path);
+  eval::EvalSet set = eval::groundTruthSet(gt, type);
+  eval::LoadedResults results = eval::loadResults(dt_path, eval::imageSizes(gt), set.category_ids);
+  set.detections = std::move(results.detections);
+  return eval::evaluate(set, type);
+}
+
+struct Expected {
+  std::vector<double> stats, precision, recall;
+  std::map<int64_t, double> per_category;
+};
+
+Expected readExpected(const std::string& path) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc = parser.load(path);
+  Expected e;
+  for (double v : doc["stats"].get_array())
+    e.stats.push_back(v);
+  for (double v : doc["precision"].get_array())
+    e.precision.push_back(v);
+  for (double v : doc["recall"].get_array())
+    e.recall.push_back(v);
+  for (auto [key, value] : doc["per_category"].get_object()) {
+    e.per_category[std::stoll(std::string(key))] = static_cast<double>(value);
+  }
+  return e;
+}
+
+// Largest absolute difference; infinity when the shapes differ.
+double maxDiff(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size()) return INFINITY;
+  double d = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    d = std::max(d, std::abs(a[i] - b[i]));
+  return d;
+}
+
+QString compare(const eval::EvalResult& r, const Expected& e) {
+  const std::vector<double> stats(r.stats.begin(), r.stats.end());
+  QString out;
+  if (maxDiff(stats, e.stats) > 1e-12) out += "stats differ; ";
+  if (maxDiff(r.precision, e.precision) > 1e-12) out += "precision differs; ";
+  if (maxDiff(r.recall, e.recall) > 1e-12) out += "recall differs; ";
+  for (std::size_t k = 0; k < r.category_ids.size(); ++k) {
+    const auto it = e.per_category.find(r.category_ids[k]);
+    if (it == e.per_category.end() || std::abs(it->second - r.per_category_ap[k]) > 1e-12) {
+      out += QString("per-category AP of %1 differs; ").arg(r.category_ids[k]);
+    }
+  }
+  if (!out.isEmpty()) {
+    for (std::size_t i = 0; i < 12; ++i) {
+      out += QString("\n  stat %1: ours %2 pycocotools %3")
+                 .arg(i)
+                 .arg(r.stats[i], 0, 'g', 17)
+                 .arg(i < e.stats.size() ? e.stats[i] : -99, 0, 'g', 17);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+class EvalTest : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase() {
+    if (qEnvironmentVariableIsEmpty("MRCNN_PYTHON")) {
+      QSKIP("MRCNN_PYTHON is not set (run through ctest): no pycocotools to compare with");
+    }
+  }
+
+  void publishedBboxCase() {
+    const std::string dir = (sharedDir() + "/data/coco_eval_bbox/").toStdString();
+    const eval::EvalResult r = evaluateFiles(dir + "gt.json", dir + "dt.json", IouType::Bbox);
+    // The published numbers (6 decimals).
+    const double published[12] = {0.503647, 0.696973, 0.571667, 0.593252, 0.557991, 0.489363,
+                                  0.386813, 0.593680, 0.595353, 0.654764, 0.603130, 0.553744};
+    for (int i = 0; i < 12; ++i)
+      QVERIFY2(std::abs(r.stats[static_cast<std::size_t>(i)] - published[i]) < 5e-7,
+               qPrintable(QString::number(i)));
+    // And pycocotools itself, in this run.
+    QTemporaryDir tmp;
+    QString log;
+    const QString out = tmp.filePath("expected.json");
+    QVERIFY2(runOracle({"evaluate", QString::fromStdString(dir + "gt.json"),
+                        QString::fromStdString(dir + "dt.json"), "bbox", out},
+                       &log),
+             qPrintable(log));
+    const QString diff = compare(r, readExpected(out.toStdString()));
+    QVERIFY2(diff.isEmpty(), qPrintable(diff));
+    QVERIFY(
+        eval::summaryText(r).find(
+            " Average Precision  (AP) @[ IoU=0.50:0.95 | area=   all | maxDets=100 ] = 0.504\n") !=
+        std::string::npos);
+  }
+
+  void realAnnotationsBboxAndSegm() {
+    QTemporaryDir tmp;
+    QString log;
+    const QString gt = sharedDir() + "/data/tinycoco/annotations/instances_train2017.json";
+    QVERIFY2(runOracle({"tinycoco", gt, "11", tmp.path()}, &log), qPrintable(log));
+    for (const char* type : {"bbox", "segm"}) {
+      const eval::EvalResult r =
+          evaluateFiles(gt.toStdString(), tmp.filePath("dt.json").toStdString(),
+                        std::string(type) == "bbox" ? IouType::Bbox : IouType::Segm);
+      const QString diff = compare(
+          r, readExpected(tmp.filePath(QString("expected_%1.json").arg(type)).toStdString()));
+      QVERIFY2(diff.isEmpty(), qPrintable(QString(type) + ": " + diff));
+      QVERIFY(r.stats[0] > 0.05);  // the made-up detections do overlap their objects
+    }
+  }
+
+  void randomSets() {
+    QTemporaryDir tmp;
+    QString log;
+    constexpr int kCases = 300;
+    QVERIFY2(runOracle({"random", "2026", QString::number(kCases), tmp.path()}, &log),
+             qPrintable(log));
+    int compared = 0;
+    for (int i = 0; i < kCases; ++i) {
+      const QString dir = tmp.filePath(QString("case_%1").arg(i));
+      for (const char* type : {"bbox", "segm"}) {
+        const eval::EvalResult r =
+            evaluateFiles((dir + "/gt.json").toStdString(), (dir + "/dt.json").toStdString(),
+                          std::string(type) == "bbox" ? IouType::Bbox : IouType::Segm);
+        const QString diff =
+            compare(r, readExpected((dir + QString("/expected_%1.json").arg(type)).toStdString()));
+        QVERIFY2(diff.isEmpty(), qPrintable(dir + " " + type + ": " + diff));
+        ++compared;
+      }
+    }
+    qInfo("%d random evaluations equal to pycocotools", compared);
+  }
+};
+
+QTEST_GUILESS_MAIN(EvalTest)
+#include "test_eval.moc"
