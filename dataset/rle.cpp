@@ -83,6 +83,136 @@ Rle mergeTwo(const Rle& a, const Rle& b, bool intersect) {
   return out;
 }
 
+// Both masks' runs walked side by side the way pycocotools' rleIou walks them, for iou():
+// at most one new run per mask and step, uint32 sums that wrap as there, and a stop as soon
+// as both current runs are used up, even when zero-length runs follow (not at the end of
+// complete canonical masks, but it changes the result of non-canonical ones).
+struct Overlap {
+  uint32_t intersection = 0;
+  uint32_t union_ = 0;
+};
+
+Overlap overlap(const Rle& a, const Rle& b) {
+  Overlap o;
+  if (a.counts.empty() || b.counts.empty()) return o;  // empty boxes: never asked for
+  const uint32_t* ra = a.counts.data();
+  const uint32_t* rb = b.counts.data();
+  const size_t ka = a.counts.size(), kb = b.counts.size();
+  uint32_t ca = ra[0], cb = rb[0];
+  size_t ia = 1, ib = 1;
+  bool va = false, vb = false;
+  uint32_t left = 0;
+  do {
+    const uint32_t c = std::min(ca, cb);
+    if (va || vb) {
+      o.union_ += c;
+      if (va && vb) o.intersection += c;
+    }
+    ca -= c;
+    if (ca == 0 && ia < ka) {
+      ca = ra[ia++];
+      va = !va;
+    }
+    cb -= c;
+    if (cb == 0 && ib < kb) {
+      cb = rb[ib++];
+      vb = !vb;
+    }
+    left = ca + cb;
+  } while (left > 0);
+  return o;
+}
+
+// pycocotools' bbIou for one pair, with its operations in its order (this file is compiled
+// without floating-point contraction, see CMakeLists.txt). NaN coordinates pass the overlap
+// tests there and here alike (fmin and fmax return the other operand).
+double boxIou(const Box& d, double dArea, const Box& g, double gArea, bool crowd) {
+  const double iw = std::fmin(d[2] + d[0], g[2] + g[0]) - std::fmax(d[0], g[0]);
+  if (iw <= 0) return 0;
+  const double ih = std::fmin(d[3] + d[1], g[3] + g[1]) - std::fmax(d[1], g[1]);
+  if (ih <= 0) return 0;
+  const double intersection = iw * ih;
+  return intersection / (crowd ? dArea : dArea + gArea - intersection);
+}
+
+// A foreground run [begin, end) in column-major pixel positions.
+struct Interval {
+  uint32_t begin;
+  uint32_t end;
+};
+
+// What iou() needs of one mask, computed once per call rather than once per pair.
+struct MaskSummary {
+  Box box{};
+  double boxArea = 0;
+  uint32_t area = 0;          // uint32 like pycocotools' rleArea
+  bool hasIntervals = false;  // canonical, below 2^32 pixels: its intervals are listed
+  size_t firstInterval = 0;
+  size_t intervals = 0;
+};
+
+// One pass over the runs: checks that they fill the mask (a pair walk would not end
+// otherwise), sums the area, lists the foreground intervals of canonical masks.
+MaskSummary summarise(const Rle& rle, const char* which, size_t index,
+                      std::vector<Interval>& intervals) {
+  MaskSummary m;
+  m.firstInterval = intervals.size();
+  uint64_t pos = 0;
+  bool zeroInside = false;
+  for (size_t i = 0; i < rle.counts.size(); ++i) {
+    const uint32_t c = rle.counts[i];
+    if (i % 2 == 1) {
+      m.area += c;
+      intervals.push_back({static_cast<uint32_t>(pos), static_cast<uint32_t>(pos + c)});
+    }
+    zeroInside |= c == 0 && i > 0;
+    pos += c;
+  }
+  if (pos != pixelCount(rle.h, rle.w)) {
+    throw std::invalid_argument(std::string("iou: ") + which + " " + std::to_string(index) +
+                                " has runs adding up to " + std::to_string(pos) +
+                                " pixels, its mask is " + std::to_string(rle.h) + "x" +
+                                std::to_string(rle.w));
+  }
+  // Zero-length runs after the first change pycocotools' walk (see overlap()): such masks
+  // are walked its way, and so are masks whose positions do not fit in 32 bits.
+  m.hasIntervals = !zeroInside && pos <= std::numeric_limits<uint32_t>::max();
+  if (!m.hasIntervals) intervals.resize(m.firstInterval);
+  m.intervals = intervals.size() - m.firstInterval;
+  m.box = toBbox(rle);
+  m.boxArea = m.box[2] * m.box[3];
+  return m;
+}
+
+// Pixels two sorted, disjoint interval lists share within positions [from, to): a merge
+// walk that starts with a binary search and stops past `to`.
+uint32_t intersectionBetween(std::span<const Interval> a, std::span<const Interval> b,
+                             uint32_t from, uint32_t to) {
+  auto endsBefore = [from](const Interval& iv) { return iv.end <= from; };
+  size_t i = static_cast<size_t>(std::partition_point(a.begin(), a.end(), endsBefore) - a.begin());
+  size_t j = static_cast<size_t>(std::partition_point(b.begin(), b.end(), endsBefore) - b.begin());
+  uint32_t sum = 0;
+  // Which list moves on is a coin flip for the branch predictor: no branches inside.
+  while (i < a.size() && j < b.size()) {
+    const Interval x = a[i], y = b[j];
+    const uint32_t lo = std::max(x.begin, y.begin);
+    if (lo >= to) break;
+    const uint32_t hi = std::min(x.end, y.end);
+    sum += hi > lo ? hi - lo : 0;
+    const bool aFirst = x.end < y.end;
+    i += aFirst;
+    j += !aFirst;
+  }
+  return sum;
+}
+
+void checkCrowdFlags(std::span<const uint8_t> iscrowd, size_t gts) {
+  if (iscrowd.size() != gts) {
+    throw std::invalid_argument("iou: " + std::to_string(iscrowd.size()) + " iscrowd flags for " +
+                                std::to_string(gts) + " ground truths (one each)");
+  }
+}
+
 }  // namespace
 
 Rle encodeMask(const cv::Mat& mask) {
@@ -342,6 +472,184 @@ Rle fromCompressedString(std::string_view counts, uint32_t h, uint32_t w) {
     rle.counts.push_back(static_cast<uint32_t>(x));
   }
   return rle;
+}
+
+std::vector<uint8_t> decodeColumnMajor(const Rle& rle) {
+  requireComplete(rle, "decodeColumnMajor");
+  std::vector<uint8_t> out(pixelCount(rle.h, rle.w), 0);
+  auto pos = out.begin();
+  for (size_t i = 0; i < rle.counts.size(); ++i) {
+    if (i % 2 == 1) std::fill_n(pos, rle.counts[i], uint8_t{1});
+    pos += rle.counts[i];
+  }
+  return out;
+}
+
+Rle rleFromBbox(const Box& box, uint32_t h, uint32_t w) {
+  const double xs = box[0], xe = xs + box[2], ys = box[1], ye = ys + box[3];
+  const std::array<double, 8> corners = {xs, ys, xs, ye, xe, ye, xe, ys};
+  return rleFromPolygon(corners, h, w);
+}
+
+std::vector<Rle> rlesFromBboxes(std::span<const Box> boxes, uint32_t h, uint32_t w) {
+  std::vector<Rle> rles;
+  rles.reserve(boxes.size());
+  for (const Box& b : boxes)
+    rles.push_back(rleFromBbox(b, h, w));
+  return rles;
+}
+
+Rle rleFromUncompressed(std::span<const int64_t> counts, uint32_t h, uint32_t w) {
+  Rle rle{h, w, {}};
+  rle.counts.reserve(counts.size());
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (counts[i] < 0 || counts[i] > int64_t{std::numeric_limits<uint32_t>::max()}) {
+      throw std::invalid_argument("uncompressed RLE: count " + std::to_string(counts[i]) +
+                                  " at index " + std::to_string(i) + " is outside 0..4294967295");
+    }
+    rle.counts.push_back(static_cast<uint32_t>(counts[i]));
+  }
+  return rle;
+}
+
+std::vector<Rle> rlesFromSegmentationList(std::span<const Polygon> lists, uint32_t h, uint32_t w) {
+  if (lists.empty()) {
+    throw std::invalid_argument("segmentation: an empty polygon list (pycocotools fails on it)");
+  }
+  const size_t first = lists[0].size();
+  if (first == 4) {
+    throw std::invalid_argument(
+        "segmentation: the first polygon has 4 numbers (2 points); pycocotools takes such a list "
+        "for [x, y, w, h] boxes and fails on it");
+  }
+  if (first < 4) {
+    throw std::invalid_argument("segmentation: the first polygon has " + std::to_string(first) +
+                                " numbers; pycocotools needs more than 4 to see polygons");
+  }
+  std::vector<Rle> rles;
+  rles.reserve(lists.size());
+  for (const Polygon& p : lists)
+    rles.push_back(rleFromPolygon(p, h, w));
+  return rles;
+}
+
+Rle rleFromSegmentationList(std::span<const Polygon> lists, uint32_t h, uint32_t w) {
+  return merge(rlesFromSegmentationList(lists, h, w));
+}
+
+namespace {
+
+// The mask iou over any way of holding the masks: dt(i) and gt(i) give them by reference.
+template <class DtAt, class GtAt>
+void maskIou(size_t dts, DtAt dt, size_t gts, GtAt gt, std::span<const uint8_t> iscrowd,
+             IouMatrix& out) {
+  checkCrowdFlags(iscrowd, gts);
+  out.rows = dts;
+  out.cols = gts;
+  out.values.clear();
+  if (dts == 0 || gts == 0) return;
+
+  // Once per mask: its box (pairs whose boxes do not overlap are never walked, as in
+  // pycocotools), its area and, for canonical masks, its foreground intervals.
+  std::vector<MaskSummary> masks(dts + gts);
+  std::vector<Interval> intervals;
+  for (size_t d = 0; d < dts; ++d)
+    masks[d] = summarise(dt(d), "detection", d, intervals);
+  for (size_t g = 0; g < gts; ++g)
+    masks[dts + g] = summarise(gt(g), "ground truth", g, intervals);
+  const std::span<const MaskSummary> dtMasks(masks.data(), dts);
+  const std::span<const MaskSummary> gtMasks(masks.data() + dts, gts);
+
+  out.values.resize(dts * gts);
+  for (size_t d = 0; d < dts; ++d) {
+    const MaskSummary& dm = dtMasks[d];
+    double* row = out.values.data() + d * gts;
+    for (size_t g = 0; g < gts; ++g) {
+      const MaskSummary& gm = gtMasks[g];
+      const bool crowd = iscrowd[g] != 0;
+      double o = boxIou(dm.box, dm.boxArea, gm.box, gm.boxArea, crowd);
+      if (o > 0) {
+        if (dt(d).h != gt(g).h || dt(d).w != gt(g).w) {
+          o = -1;
+        } else {
+          uint32_t intersection = 0, union_ = 0;
+          if (dm.hasIntervals && gm.hasIntervals) {
+            // Canonical masks: pycocotools' walk counts every pixel, so the intersection
+            // within the common columns and the areas give its numbers (mod 2^32 alike).
+            const uint64_t h = dt(d).h;
+            const auto from = static_cast<uint64_t>(std::max(dm.box[0], gm.box[0])) * h;
+            const auto to =
+                static_cast<uint64_t>(std::min(dm.box[0] + dm.box[2], gm.box[0] + gm.box[2])) * h;
+            intersection =
+                intersectionBetween(std::span(intervals).subspan(dm.firstInterval, dm.intervals),
+                                    std::span(intervals).subspan(gm.firstInterval, gm.intervals),
+                                    static_cast<uint32_t>(from), static_cast<uint32_t>(to));
+            union_ = dm.area + gm.area - intersection;
+          } else {
+            const Overlap ov = overlap(dt(d), gt(g));
+            intersection = ov.intersection;
+            union_ = ov.union_;
+          }
+          uint32_t denominator = union_;
+          if (intersection == 0) {
+            denominator = 1;
+          } else if (crowd) {
+            denominator = dm.area;
+          }
+          o = static_cast<double>(intersection) / static_cast<double>(denominator);
+        }
+      }
+      row[g] = o;
+    }
+  }
+}
+
+}  // namespace
+
+void iou(std::span<const Rle> dt, std::span<const Rle> gt, std::span<const uint8_t> iscrowd,
+         IouMatrix& out) {
+  maskIou(
+      dt.size(), [dt](size_t i) -> const Rle& { return dt[i]; }, gt.size(),
+      [gt](size_t i) -> const Rle& { return gt[i]; }, iscrowd, out);
+}
+
+void iou(std::span<const Rle* const> dt, std::span<const Rle* const> gt,
+         std::span<const uint8_t> iscrowd, IouMatrix& out) {
+  maskIou(
+      dt.size(), [dt](size_t i) -> const Rle& { return *dt[i]; }, gt.size(),
+      [gt](size_t i) -> const Rle& { return *gt[i]; }, iscrowd, out);
+}
+
+void iou(std::span<const Box> dt, std::span<const Box> gt, std::span<const uint8_t> iscrowd,
+         IouMatrix& out) {
+  checkCrowdFlags(iscrowd, gt.size());
+  out.rows = dt.size();
+  out.cols = gt.size();
+  out.values.clear();
+  if (dt.empty() || gt.empty()) return;
+  out.values.resize(dt.size() * gt.size());
+  // Per-pair work is a handful of flops: the areas are computed once per box.
+  std::vector<double> gtAreas(gt.size());
+  for (size_t g = 0; g < gt.size(); ++g)
+    gtAreas[g] = gt[g][2] * gt[g][3];
+  for (size_t d = 0; d < dt.size(); ++d) {
+    const double dArea = dt[d][2] * dt[d][3];
+    double* row = out.values.data() + d * gt.size();
+    for (size_t g = 0; g < gt.size(); ++g)
+      row[g] = boxIou(dt[d], dArea, gt[g], gtAreas[g], iscrowd[g] != 0);
+  }
+}
+
+IouMatrix iou(std::span<const Rle> dt, std::span<const Rle> gt, std::span<const uint8_t> iscrowd) {
+  IouMatrix out;
+  iou(dt, gt, iscrowd, out);
+  return out;
+}
+
+IouMatrix iou(std::span<const Box> dt, std::span<const Box> gt, std::span<const uint8_t> iscrowd) {
+  IouMatrix out;
+  iou(dt, gt, iscrowd, out);
+  return out;
 }
 
 }  // namespace mrcnn::dataset

@@ -118,6 +118,11 @@ EvalParams::EvalParams()
     : iou_thresholds(linspace(.5, 0.95, 10)), recall_thresholds(linspace(.0, 1.00, 101)) {}
 
 EvalResult evaluate(const EvalSet& set, IouType type, const EvalParams& params) {
+  return evaluate(set, set.detections, type, params);
+}
+
+EvalResult evaluate(const EvalSet& set, std::span<const Detection> detections, IouType type,
+                    const EvalParams& params) {
   const int threads = threadCount(params.threads);
   std::vector<int64_t> image_ids = set.image_ids;
   std::vector<int64_t> category_ids = set.category_ids;
@@ -160,7 +165,7 @@ EvalResult evaluate(const EvalSet& set, IouType type, const EvalParams& params) 
   for (const GroundTruth& g : set.ground_truths) {
     if (Pair* p = pairFor(g.image_id, g.category_id)) p->gts.push_back(&g);
   }
-  for (const Detection& d : set.detections) {
+  for (const Detection& d : detections) {
     if (Pair* p = pairFor(d.image_id, d.category_id)) p->dts.push_back(&d);
   }
 

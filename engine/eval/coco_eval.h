@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -80,8 +81,12 @@ struct EvalResult {
   }
 };
 
-// Throws std::invalid_argument when masks are missing for segm or ids are duplicated.
+// Throws std::invalid_argument when ids are duplicated.
 EvalResult evaluate(const EvalSet& set, IouType type, const EvalParams& params = {});
+// The same with the detections apart from the ground truth (set.detections is not read):
+// a prepared ground truth is evaluated against new detections without being copied.
+EvalResult evaluate(const EvalSet& set, std::span<const Detection> detections, IouType type,
+                    const EvalParams& params = {});
 
 // The 12 lines pycocotools' summarize() prints.
 std::string summaryText(const EvalResult& result);
