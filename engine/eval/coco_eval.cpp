@@ -193,15 +193,12 @@ EvalResult evaluate(const EvalSet& set, std::span<const Detection> detections, I
         dataset::iou(std::span<const dataset::Box>(dt), std::span<const dataset::Box>(gt), crowd,
                      ious);
       } else {
-        std::vector<dataset::Rle> dt, gt;
-        dt.reserve(D);
-        gt.reserve(G);
-        for (const Detection* d : pair.dts)
-          dt.push_back(d->mask);
-        for (const GroundTruth* g : pair.gts)
-          gt.push_back(g->mask);
-        dataset::iou(std::span<const dataset::Rle>(dt), std::span<const dataset::Rle>(gt), crowd,
-                     ious);
+        // Pointers, not copies: masks are the bulk of the data.
+        std::vector<const dataset::Rle*> dt(D), gt(G);
+        for (std::size_t d = 0; d < D; ++d) dt[d] = &pair.dts[d]->mask;
+        for (std::size_t g = 0; g < G; ++g) gt[g] = &pair.gts[g]->mask;
+        dataset::iou(std::span<const dataset::Rle* const>(dt),
+                     std::span<const dataset::Rle* const>(gt), crowd, ious);
       }
     }
 
