@@ -1,0 +1,196 @@
+// CPU kernels of mrcnn::roi_align and mrcnn::_roi_align_backward.
+//
+// Forward: RoIs are independent, so they are split across threads; the sampling points of a
+// RoI are computed once and reused for every channel. Backward: several RoIs scatter into the
+// same pixels, so threads split the channels instead; each thread visits every RoI in order,
+// which keeps the accumulation order (RoI, bin, sampling point) of torchvision's serial
+// kernel and hence its exact float sums.
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "engine/ops/checks.h"
+#include "engine/ops/roi_align_geometry.h"
+
+namespace mrcnn::ops::cpu {
+namespace {
+
+using detail::RoiGeometry;
+using detail::SamplePoint;
+
+// All sampling points of a RoI, bin by bin (ph, pw), then iy, ix within a bin; none when
+// the RoI samples nothing.
+template <typename T>
+void sample_points(const RoiGeometry<T>& g, int64_t height, int64_t width, int64_t pooled_height,
+                   int64_t pooled_width, std::vector<SamplePoint<T>>& points) {
+  points.clear();
+  if (g.samples_nothing()) return;
+  points.reserve(static_cast<size_t>(pooled_height * pooled_width * g.samples_per_bin()));
+  for (int64_t ph = 0; ph < pooled_height; ++ph) {
+    for (int64_t pw = 0; pw < pooled_width; ++pw) {
+      for (int iy = 0; iy < g.grid_h; ++iy) {
+        const T y = g.sample_y(ph, iy);
+        for (int ix = 0; ix < g.grid_w; ++ix) {
+          points.push_back(detail::bilinear_point(height, width, y, g.sample_x(pw, ix)));
+        }
+      }
+    }
+  }
+}
+
+bool is_reduced_float(const at::Tensor& t) {
+  return t.scalar_type() == at::kHalf || t.scalar_type() == at::kBFloat16;
+}
+
+void check_batch_indices(const char* op, const at::Tensor& rois, int64_t batch_size) {
+  AT_DISPATCH_FLOATING_TYPES(rois.scalar_type(), "check_batch_indices", [&] {
+    const auto r = rois.accessor<scalar_t, 2>();
+    for (int64_t k = 0; k < rois.size(0); ++k) {
+      const auto b = static_cast<int64_t>(r[k][0]);
+      TORCH_CHECK(b >= 0 && b < batch_size, op, ": rois[", k, "] has batch index ", r[k][0],
+                  ", outside [0, ", batch_size, ")");
+    }
+  });
+}
+
+template <typename T>
+void forward_impl(const T* input, const T* rois, int64_t num_rois, int64_t channels, int64_t height,
+                  int64_t width, int64_t pooled_height, int64_t pooled_width,
+                  int64_t sampling_ratio, bool aligned, T spatial_scale, T* output) {
+  const int64_t plane = height * width;
+  const int64_t bins = pooled_height * pooled_width;
+  at::parallel_for(0, num_rois, 1, [&](int64_t begin, int64_t end) {
+    std::vector<SamplePoint<T>> points;
+    for (int64_t n = begin; n < end; ++n) {
+      const RoiGeometry<T> g(rois + n * 5, spatial_scale, pooled_height, pooled_width,
+                             sampling_ratio, aligned);
+      sample_points(g, height, width, pooled_height, pooled_width, points);
+      const int samples = g.samples_nothing() ? 0 : g.samples_per_bin();
+      const T count = static_cast<T>(std::max(g.samples_per_bin(), 1));
+      for (int64_t c = 0; c < channels; ++c) {
+        const T* in = input + (g.batch_index * channels + c) * plane;
+        T* out = output + (n * channels + c) * bins;
+        const SamplePoint<T>* p = points.data();
+        for (int64_t bin = 0; bin < bins; ++bin) {
+          T sum = 0;
+          for (int s = 0; s < samples; ++s, ++p) {
+            // Invalid points carry zero weights at position 0, as in torchvision.
+            sum += p->w1 * in[p->pos1] + p->w2 * in[p->pos2] + p->w3 * in[p->pos3] +
+                   p->w4 * in[p->pos4];
+          }
+          out[bin] = sum / count;
+        }
+      }
+    }
+  });
+}
+
+template <typename T>
+void backward_impl(const at::Tensor& grad, const T* rois, int64_t num_rois, int64_t channels,
+                   int64_t height, int64_t width, int64_t pooled_height, int64_t pooled_width,
+                   int64_t sampling_ratio, bool aligned, T spatial_scale, T* grad_input) {
+  const int64_t plane = height * width;
+  const T* go = grad.const_data_ptr<T>();
+  const int64_t sn = grad.stride(0), sc = grad.stride(1), sh = grad.stride(2), sw = grad.stride(3);
+  at::parallel_for(0, channels, 1, [&](int64_t c_begin, int64_t c_end) {
+    std::vector<SamplePoint<T>> points;
+    for (int64_t n = 0; n < num_rois; ++n) {
+      const RoiGeometry<T> g(rois + n * 5, spatial_scale, pooled_height, pooled_width,
+                             sampling_ratio, aligned);
+      sample_points(g, height, width, pooled_height, pooled_width, points);
+      const int samples = g.samples_nothing() ? 0 : g.samples_per_bin();
+      const T count = static_cast<T>(g.samples_per_bin());
+      for (int64_t c = c_begin; c < c_end; ++c) {
+        T* gi = grad_input + (g.batch_index * channels + c) * plane;
+        const SamplePoint<T>* p = points.data();
+        for (int64_t ph = 0; ph < pooled_height; ++ph) {
+          for (int64_t pw = 0; pw < pooled_width; ++pw) {
+            const T g_bin = go[n * sn + c * sc + ph * sh + pw * sw];
+            for (int s = 0; s < samples; ++s, ++p) {
+              if (!p->valid) continue;
+              gi[p->pos1] += g_bin * p->w1 / count;
+              gi[p->pos2] += g_bin * p->w2 / count;
+              gi[p->pos3] += g_bin * p->w3 / count;
+              gi[p->pos4] += g_bin * p->w4 / count;
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+at::Tensor roi_align_forward_cpu(const at::Tensor& input, const at::Tensor& rois,
+                                 double spatial_scale, int64_t pooled_height, int64_t pooled_width,
+                                 int64_t sampling_ratio, bool aligned) {
+  detail::check_roi_align_args("roi_align", input, "input", rois, pooled_height, pooled_width);
+  TORCH_CHECK(input.is_cpu(), "roi_align: the CPU kernel got a ", input.device(), " tensor");
+  if (is_reduced_float(input)) {  // half, bfloat16: computed in float
+    return roi_align_forward_cpu(input.to(at::kFloat), rois.to(at::kFloat), spatial_scale,
+                                 pooled_height, pooled_width, sampling_ratio, aligned)
+        .to(input.scalar_type());
+  }
+  const int64_t num_rois = rois.size(0);
+  const int64_t channels = input.size(1);
+  at::Tensor output = at::zeros({num_rois, channels, pooled_height, pooled_width}, input.options());
+  if (output.numel() == 0) return output;
+  TORCH_CHECK(input.size(2) > 0 && input.size(3) > 0, "roi_align: input has an empty spatial size ",
+              input.sizes());
+  check_batch_indices("roi_align", rois, input.size(0));
+
+  const at::Tensor in = input.contiguous();
+  const at::Tensor r = rois.contiguous();
+  AT_DISPATCH_FLOATING_TYPES(input.scalar_type(), "roi_align_forward_cpu", [&] {
+    forward_impl<scalar_t>(in.const_data_ptr<scalar_t>(), r.const_data_ptr<scalar_t>(), num_rois,
+                           channels, input.size(2), input.size(3), pooled_height, pooled_width,
+                           sampling_ratio, aligned, static_cast<scalar_t>(spatial_scale),
+                           output.mutable_data_ptr<scalar_t>());
+  });
+  return output;
+}
+
+at::Tensor roi_align_backward_cpu(const at::Tensor& grad, const at::Tensor& rois,
+                                  double spatial_scale, int64_t pooled_height, int64_t pooled_width,
+                                  int64_t batch_size, int64_t channels, int64_t height,
+                                  int64_t width, int64_t sampling_ratio, bool aligned) {
+  detail::check_roi_align_args("roi_align_backward", grad, "grad", rois, pooled_height,
+                               pooled_width);
+  TORCH_CHECK(grad.is_cpu(), "roi_align_backward: the CPU kernel got a ", grad.device(), " tensor");
+  TORCH_CHECK(grad.size(0) == rois.size(0) && grad.size(1) == channels &&
+                  grad.size(2) == pooled_height && grad.size(3) == pooled_width,
+              "roi_align_backward: grad must be [K, C, pooled_height, pooled_width] = [",
+              rois.size(0), ", ", channels, ", ", pooled_height, ", ", pooled_width, "], got ",
+              grad.sizes());
+  if (is_reduced_float(grad)) {
+    return roi_align_backward_cpu(grad.to(at::kFloat), rois.to(at::kFloat), spatial_scale,
+                                  pooled_height, pooled_width, batch_size, channels, height, width,
+                                  sampling_ratio, aligned)
+        .to(grad.scalar_type());
+  }
+  at::Tensor grad_input = at::zeros({batch_size, channels, height, width}, grad.options());
+  if (grad.numel() == 0 || grad_input.numel() == 0) return grad_input;
+  check_batch_indices("roi_align_backward", rois, batch_size);
+
+  const at::Tensor r = rois.contiguous();
+  AT_DISPATCH_FLOATING_TYPES(grad.scalar_type(), "roi_align_backward_cpu", [&] {
+    backward_impl<scalar_t>(grad, r.const_data_ptr<scalar_t>(), rois.size(0), channels, height,
+                            width, pooled_height, pooled_width, sampling_ratio, aligned,
+                            static_cast<scalar_t>(spatial_scale),
+                            grad_input.mutable_data_ptr<scalar_t>());
+  });
+  return grad_input;
+}
+
+}  // namespace
+}  // namespace mrcnn::ops::cpu
+
+TORCH_LIBRARY_IMPL(mrcnn, CPU, m) {
+  m.impl("roi_align", TORCH_FN(mrcnn::ops::cpu::roi_align_forward_cpu));
+  m.impl("_roi_align_backward", TORCH_FN(mrcnn::ops::cpu::roi_align_backward_cpu));
+}

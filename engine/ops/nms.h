@@ -1,0 +1,23 @@
+// Non-maximum suppression, the operators mrcnn::nms and mrcnn::batched_nms, with
+// torchvision's results (same kept set, same order, ties included).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+namespace mrcnn::ops {
+
+// boxes: [N, 4] (x1, y1, x2, y2); scores: [N], same dtype. Greedily keeps the best-scoring
+// box and drops every later box whose IoU with it is > iou_threshold (IoU exactly at the
+// threshold is kept). Returns int64 indices of the kept boxes, by decreasing score; equal
+// scores by increasing index (a stable sort, as torchvision's kernels).
+at::Tensor nms(const at::Tensor& boxes, const at::Tensor& scores, double iou_threshold);
+
+// NMS within each category (idxs: [N] integer category of each box), never across. The
+// same algorithm as torchvision picks per size and device: below 4000 coordinates on the CPU
+// (100000 on CUDA) one NMS over boxes shifted apart per category, above it one NMS per
+// category. Returns int64 indices by decreasing score. On the per-category path the final
+// order of equal scores is at::sort's unstable one, as torchvision's (Python) code has it.
+at::Tensor batched_nms(const at::Tensor& boxes, const at::Tensor& scores, const at::Tensor& idxs,
+                       double iou_threshold);
+
+}  // namespace mrcnn::ops
