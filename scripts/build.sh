@@ -9,6 +9,10 @@ build="${MRCNN_BUILD_DIR:-$root/build}"
 
 "$root/scripts/setup.sh"
 
+# Let ccache share objects between clones in different folders (CI builds a fresh clone).
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$root}"
+export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
+
 if [[ ! -f "$build/build.ninja" ]]; then
   cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE="${MRCNN_BUILD_TYPE:-RelWithDebInfo}"
 fi
