@@ -33,6 +33,10 @@ std::filesystem::path findEngine(const std::string& self) {
 constexpr const char* kUsage =
     "usage: mrcnn-workbench --headless SPEC [--task TASK] [--set path.to.field=value]... "
     "[--run-dir DIR]\n"
+    "       mrcnn-workbench --headless --task evaluate --annotations GT.json --results DT.json "
+    "[--iou-type bbox|segm|both] [--metrics-out M.json]\n"
+    "       mrcnn-workbench --headless --task dataset_convert --image-dir DIR --annotations F.json "
+    "--output-dir DIR [--tag TAG] [--num-shards N] [--include-mask true|false]\n"
     "tasks: train (default), validate, evaluate, inference, dataset_convert, prune, export\n";
 
 }  // namespace
@@ -48,9 +52,10 @@ int runHeadless(const std::vector<std::string>& args, const std::string& self) {
     }
     if (!a.empty() && a[0] == '-') {
       engine_args.push_back(a);
-      // Flags that take a value carry it along.
-      if ((a == "--task" || a == "--set" || a == "--run-dir" || a == "--spec") &&
-          i + 1 < args.size()) {
+      // Every option but these flags takes a value, which goes along (the engine checks
+      // the names).
+      const bool flag = a == "--version" || a.find('=') != std::string::npos;
+      if (!flag && i + 1 < args.size()) {
         engine_args.push_back(args[++i]);
         if (a == "--spec") have_spec = true;
       }

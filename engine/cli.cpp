@@ -1,6 +1,8 @@
 #include "engine/cli.h"
 
+#include <map>
 #include <ostream>
+#include <set>
 
 #include "engine/exit_codes.h"
 #include "engine/tasks/tasks.h"
@@ -10,55 +12,109 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: mrcnn-engine --spec SPEC [--task TASK] [--run-dir DIR] [--set path.to.field=value]...\n"
+    "       mrcnn-engine --task evaluate --annotations GT.json --results DT.json\n"
+    "                    [--iou-type bbox|segm|both] [--metrics-out METRICS.json]\n"
+    "       mrcnn-engine --task dataset_convert --image-dir DIR --annotations FILE.json\n"
+    "                    --output-dir DIR [--tag TAG] [--num-shards N]\n"
+    "                    [--include-mask true|false]\n"
     "tasks: train (default), validate, evaluate, inference, dataset_convert, prune, export\n";
+
+// Options that take a value; --set may be repeated.
+const std::set<std::string> kValueOptions = {
+    "--spec",    "--task",       "--run-dir",     "--set",       "--annotations",
+    "--results", "--iou-type",   "--metrics-out", "--image-dir", "--output-dir",
+    "--tag",     "--num-shards", "--include-mask"};
 
 }  // namespace
 
 int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  TaskOptions options;
-  options.task = "train";
+  std::map<std::string, std::string> values;
+  std::vector<std::string> overrides;
   for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    const auto value = [&](const char* flag) -> const std::string* {
-      if (i + 1 >= args.size()) {
-        err << "mrcnn-engine: " << flag << " needs a value\n" << kUsage;
-        return nullptr;
-      }
-      return &args[++i];
-    };
+    std::string a = args[i];
     if (a == "--help" || a == "-h") {
       out << kUsage;
       return kExitOk;
-    } else if (a == "--version") {
+    }
+    if (a == "--version") {
       out << "mrcnn-engine " << MRCNN_VERSION << '\n';
       return kExitOk;
-    } else if (a == "--spec" || a == "--task" || a == "--run-dir" || a == "--set") {
-      const std::string* v = value(a.c_str());
-      if (!v) return kExitUsage;
-      if (a == "--spec") options.spec_path = *v;
-      if (a == "--task") options.task = *v;
-      if (a == "--run-dir") options.run_dir = *v;
-      if (a == "--set") options.overrides.push_back(*v);
-    } else if (a.rfind("--set=", 0) == 0) {
-      options.overrides.push_back(a.substr(6));
-    } else {
+    }
+    std::string value;
+    bool inline_value = false;
+    if (const auto eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = a.substr(eq + 1);
+      a = a.substr(0, eq);
+      inline_value = true;
+    }
+    if (!kValueOptions.count(a)) {
       err << "mrcnn-engine: unknown argument \"" << a << "\"\n" << kUsage;
       return kExitUsage;
     }
+    if (!inline_value) {
+      if (i + 1 >= args.size()) {
+        err << "mrcnn-engine: " << a << " needs a value\n" << kUsage;
+        return kExitUsage;
+      }
+      value = args[++i];
+    }
+    if (a == "--set") {
+      overrides.push_back(value);
+    } else if (!values.emplace(a, value).second) {
+      err << "mrcnn-engine: " << a << " given twice\n";
+      return kExitUsage;
+    }
   }
+  const auto get = [&](const char* key) {
+    const auto it = values.find(key);
+    return it == values.end() ? std::string() : it->second;
+  };
+  const std::string task = values.count("--task") ? get("--task") : "train";
+
+  if (task == "evaluate" && !values.count("--spec")) {
+    EvaluateFilesOptions options;
+    options.annotations = get("--annotations");
+    options.results = get("--results");
+    options.iou_type = get("--iou-type");
+    options.metrics_out = get("--metrics-out");
+    if (options.annotations.empty() || options.results.empty()) {
+      err << "mrcnn-engine: evaluate needs --annotations and --results (or --spec with a "
+             "trained run)\n"
+          << kUsage;
+      return kExitUsage;
+    }
+    return runEvaluateFiles(options, out, err);
+  }
+
+  if (task == "dataset_convert" && !values.count("--spec")) {
+    DatasetConvertOptions options;
+    options.image_dir = get("--image-dir");
+    options.annotations = get("--annotations");
+    options.output_dir = get("--output-dir");
+    options.tag = get("--tag");
+    options.num_shards = get("--num-shards");
+    options.include_mask = get("--include-mask");
+    return runDatasetConvert(options, out, err);
+  }
+
+  TaskOptions options;
+  options.task = task;
+  options.spec_path = get("--spec");
+  options.run_dir = get("--run-dir");
+  options.overrides = overrides;
   if (options.spec_path.empty()) {
     err << "mrcnn-engine: --spec is required for task " << options.task << '\n' << kUsage;
     return kExitUsage;
   }
-  if (options.task == "validate") return runValidate(options, out, err);
-  if (options.task == "train") return runTrain(options, out, err);
+  if (task == "validate") return runValidate(options, out, err);
+  if (task == "train") return runTrain(options, out, err);
   for (const char* later : {"evaluate", "inference", "dataset_convert", "prune", "export"}) {
-    if (options.task == later) {
-      err << "mrcnn-engine: task " << options.task << " is not part of this build yet\n";
+    if (task == later) {
+      err << "mrcnn-engine: task " << task << " from a spec is not part of this build yet\n";
       return kExitUsage;
     }
   }
-  err << "mrcnn-engine: unknown task \"" << options.task << "\"\n" << kUsage;
+  err << "mrcnn-engine: unknown task \"" << task << "\"\n" << kUsage;
   return kExitUsage;
 }
 

@@ -24,4 +24,29 @@ int runValidate(const TaskOptions& options, std::ostream& out, std::ostream& err
 // shapes dataset when the spec asks for it).
 int runTrain(const TaskOptions& options, std::ostream& out, std::ostream& err);
 
+struct EvaluateFilesOptions {
+  std::filesystem::path annotations;  // COCO instances json (ground truth)
+  std::filesystem::path results;      // COCO results json
+  std::string iou_type;               // bbox, segm, both; empty: both when results have masks
+  std::filesystem::path metrics_out;  // optional
+};
+
+// Evaluates a results file against annotations (no model): prints pycocotools' summary and
+// optionally writes the metrics json.
+int runEvaluateFiles(const EvaluateFilesOptions& options, std::ostream& out, std::ostream& err);
+
+// TAO's dataset_convert parameters as the command line gives them (empty: the default).
+struct DatasetConvertOptions {
+  std::filesystem::path image_dir;
+  std::filesystem::path annotations;  // COCO instances json
+  std::filesystem::path output_dir;
+  std::string tag;           // default: the annotation file's name without extension
+  std::string num_shards;    // default 256, capped at the number of images
+  std::string include_mask;  // true (default) or false
+};
+
+// Converts a COCO dataset into shard files with TAO's <tag>_warnings.json and a report of
+// every problem (dataset/convert/dataset_convert.h); prints a summary per kind of problem.
+int runDatasetConvert(const DatasetConvertOptions& options, std::ostream& out, std::ostream& err);
+
 }  // namespace mrcnn::engine

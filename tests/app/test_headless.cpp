@@ -156,6 +156,48 @@ class HeadlessTest : public QObject {
         qPrintable(r.err));
   }
 
+  void evaluateTaskWithoutAModel() {
+    QTemporaryDir dir;
+    const QString gt = qEnvironmentVariable("MRCNN_SHARED_DIR") + "/data/coco_eval_bbox/gt.json";
+    const QString dt = qEnvironmentVariable("MRCNN_SHARED_DIR") + "/data/coco_eval_bbox/dt.json";
+    const QString metrics = dir.filePath("metrics.json");
+    Run r = headless({"--task", "evaluate", "--annotations", gt, "--results", dt, "--metrics-out",
+                      metrics});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY(r.out.contains("Evaluate annotation type *bbox*"));
+    QVERIFY(r.out.contains(
+        " Average Precision  (AP) @[ IoU=0.50:0.95 | area=   all | maxDets=100 ] = 0.504\n"));
+    QVERIFY(!r.out.contains("*segm*"));  // box results: bbox only unless asked
+    QFile f(metrics);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QByteArray json = f.readAll();
+    QVERIFY(json.startsWith("{\"bbox\":{\"stats\":[0.5036473243630208,"));
+    QVERIFY(json.contains("\"per_category\":{\"1\":"));
+
+    // A broken results file: the file, the byte and the key path; nothing written.
+    const QString bad = writeFile(dir, "bad.json",
+                                  "[{\"image_id\": 42, \"category_id\": 18, \"bbox\": [1, 2, \"x\", 4], "
+                                  "\"score\": 0.5}]");
+    QFile::remove(metrics);
+    r = headless({"--task", "evaluate", "--annotations", gt, "--results", bad, "--metrics-out", metrics});
+    QCOMPARE(r.code, 4);
+    QVERIFY2(r.err.contains(bad + ": byte 52: [0].bbox[2]: expected a number"), qPrintable(r.err));
+    QVERIFY(!QFile::exists(metrics));
+
+    // A result on an image the ground truth does not have is an error, as in pycocotools.
+    const QString unknown = writeFile(dir, "unknown.json",
+                                      "[{\"image_id\": 7, \"category_id\": 18, \"bbox\": [1, 2, 3, 4], "
+                                      "\"score\": 0.5}]");
+    r = headless({"--task", "evaluate", "--annotations", gt, "--results", unknown});
+    QCOMPARE(r.code, 4);
+    QVERIFY2(r.err.contains("[0].image_id: image 7 is not in the ground truth"), qPrintable(r.err));
+
+    r = headless({"--task", "evaluate", "--annotations", gt});
+    QCOMPARE(r.code, 2);
+    r = headless({"--task", "evaluate", "--annotations", gt, "--results", dt, "--iou-type", "mask"});
+    QCOMPARE(r.code, 2);
+  }
+
   void launcherPassesTheEngineExitCodeAndSignals() {
     QTemporaryDir dir;
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();

@@ -1,0 +1,94 @@
+#include "dataset/loader/sample_order.h"
+
+#include <numeric>
+#include <utility>
+
+namespace mrcnn::dataset {
+
+namespace {
+
+constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
+// Domain separators, so that the order and the flips of one epoch are independent streams.
+constexpr uint64_t kOrderDomain = 0x6F72646572000001ull;
+constexpr uint64_t kFlipDomain = 0x666C697000000002ull;
+
+uint64_t rotl(uint64_t x, int k) {
+  return (x << k) | (x >> (64 - k));
+}
+
+}  // namespace
+
+uint64_t mix64(uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+Xoshiro256::Xoshiro256(uint64_t seed) {
+  uint64_t state = seed;
+  for (uint64_t& s : s_) {
+    state += kGolden;
+    s = mix64(state);
+  }
+}
+
+uint64_t Xoshiro256::next() {
+  const uint64_t result = rotl(s_[1] * 5, 7) * 9;
+  const uint64_t t = s_[1] << 17;
+  s_[2] ^= s_[0];
+  s_[3] ^= s_[1];
+  s_[1] ^= s_[2];
+  s_[0] ^= s_[3];
+  s_[2] ^= t;
+  s_[3] = rotl(s_[3], 45);
+  return result;
+}
+
+uint32_t Xoshiro256::below(uint32_t bound) {
+  uint64_t product = (next() >> 32) * bound;
+  auto low = static_cast<uint32_t>(product);
+  if (low < bound) {
+    const uint32_t threshold = (0u - bound) % bound;
+    while (low < threshold) {
+      product = (next() >> 32) * bound;
+      low = static_cast<uint32_t>(product);
+    }
+  }
+  return static_cast<uint32_t>(product >> 32);
+}
+
+uint64_t epochKey(uint64_t seed, uint64_t epoch) {
+  return mix64(mix64(seed) + kGolden * (epoch + 1));
+}
+
+std::vector<uint32_t> trainingOrder(uint64_t seed, uint64_t epoch, uint32_t count,
+                                    uint32_t shuffle_buffer) {
+  Xoshiro256 rng(epochKey(seed, epoch) ^ kOrderDomain);
+  std::vector<uint32_t> order(count);
+  if (shuffle_buffer == 0 || shuffle_buffer >= count) {
+    std::iota(order.begin(), order.end(), 0u);
+    for (uint32_t i = count; i > 1; --i)
+      std::swap(order[i - 1], order[rng.below(i)]);
+    return order;
+  }
+  std::vector<uint32_t> window(shuffle_buffer);
+  std::iota(window.begin(), window.end(), 0u);
+  uint32_t next_in = shuffle_buffer;
+  for (uint32_t& out : order) {
+    const uint32_t slot = rng.below(static_cast<uint32_t>(window.size()));
+    out = window[slot];
+    if (next_in < count) {
+      window[slot] = next_in++;
+    } else {
+      window[slot] = window.back();
+      window.pop_back();
+    }
+  }
+  return order;
+}
+
+bool flipDecision(uint64_t seed, uint64_t epoch, uint32_t sample_index) {
+  return (mix64(epochKey(seed, epoch) ^ kFlipDomain ^ mix64(sample_index)) >> 63) != 0;
+}
+
+}  // namespace mrcnn::dataset

@@ -1,0 +1,42 @@
+// The evaluation the training loop calls every num_steps_per_eval steps: ground truth is
+// prepared once (masks rasterised once), detections come in memory, no json round trip.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dataset/coco/coco.h"
+#include "engine/eval/coco_eval.h"
+
+namespace mrcnn::eval {
+
+struct EvaluationReport {
+  std::optional<EvalResult> bbox;
+  std::optional<EvalResult> segm;
+};
+
+class CocoEvaluator {
+ public:
+  // `with_masks` prepares segm evaluation too. `images`: the images evaluated (the spec's
+  // eval_samples picks the first N of the file); empty means all of them.
+  CocoEvaluator(const dataset::CocoDataset& ground_truth, bool with_masks,
+                std::vector<int64_t> images = {});
+
+  // Detections of the evaluated images, in any order: ids are given here 1..N in the order
+  // passed, which decides ties of equal scores as pycocotools' loadRes order would.
+  EvaluationReport evaluate(std::vector<Detection> detections, const EvalParams& params = {}) const;
+
+  const std::vector<int64_t>& imageIds() const { return bbox_set_.image_ids; }
+
+ private:
+  EvalSet bbox_set_;  // ground truth without masks
+  EvalSet segm_set_;  // ground truth with masks (empty unless with_masks)
+  bool with_masks_;
+};
+
+// Writes {"bbox": {"stats": [...], "per_category": {"<id>": ap}}, "segm": {...}}.
+std::string metricsJson(const EvaluationReport& report);
+
+}  // namespace mrcnn::eval
