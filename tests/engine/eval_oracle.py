@@ -1,6 +1,7 @@
 """pycocotools as the oracle of the COCO evaluation tests.
 
-  eval_oracle.py evaluate GT DT TYPE OUT      COCOeval(GT, loadRes(DT), TYPE) -> OUT (json)
+  eval_oracle.py evaluate GT DT TYPE OUT [IDS] COCOeval(GT, loadRes(DT), TYPE) -> OUT (json),
+                                               on the comma-separated image ids IDS if given
   eval_oracle.py random SEED COUNT DIR        COUNT random cases in DIR, with expectations
   eval_oracle.py tinycoco GT_JSON SEED DIR    detections made from a real annotation file
 
@@ -20,11 +21,13 @@ from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 
 
-def evaluate(gt_path, dt_path, iou_type, out_path):
+def evaluate(gt_path, dt_path, iou_type, out_path, image_ids=None):
     with contextlib.redirect_stdout(io.StringIO()):
         gt = COCO(gt_path)
         dt = gt.loadRes(dt_path)
         e = COCOeval(gt, dt, iou_type)
+        if image_ids:
+            e.params.imgIds = sorted(image_ids)
         e.evaluate()
         e.accumulate()
         e.summarize()
@@ -158,7 +161,8 @@ def write_expected(directory, types):
 def main():
     mode = sys.argv[1]
     if mode == "evaluate":
-        evaluate(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5])
+        ids = [int(i) for i in sys.argv[6].split(",")] if len(sys.argv) > 6 else None
+        evaluate(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], ids)
     elif mode == "random":
         rng = np.random.default_rng(int(sys.argv[2]))
         count, root = int(sys.argv[3]), sys.argv[4]

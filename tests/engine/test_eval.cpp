@@ -13,6 +13,7 @@
 
 #include "dataset/coco/coco.h"
 #include "engine/eval/coco_eval.h"
+#include "engine/eval/evaluator.h"
 #include "engine/eval/results_json.h"
 
 using namespace mrcnn;
@@ -150,6 +151,45 @@ class EvalTest : public QObject {
       QVERIFY2(diff.isEmpty(), qPrintable(QString(type) + ": " + diff));
       QVERIFY(r.stats[0] > 0.05);  // the made-up detections do overlap their objects
     }
+  }
+
+  // The training loop's hook: detections in memory, ground truth prepared once, a subset of
+  // the images (eval_samples) as COCOeval's params.imgIds.
+  void inMemoryHookOnASubset() {
+    QTemporaryDir tmp;
+    QString log;
+    const QString gt_path = sharedDir() + "/data/tinycoco/annotations/instances_train2017.json";
+    QVERIFY2(runOracle({"tinycoco", gt_path, "5", tmp.path()}, &log), qPrintable(log));
+    const dataset::CocoDataset gt = dataset::loadCoco(gt_path.toStdString());
+    std::vector<int64_t> categories;
+    for (const auto& c : gt.categories())
+      categories.push_back(c.id);
+    eval::LoadedResults results =
+        eval::loadResults(tmp.filePath("dt.json").toStdString(), eval::imageSizes(gt), categories);
+    // The first 10 images of the file, as eval_samples picks them.
+    std::vector<int64_t> subset;
+    QStringList ids;
+    for (std::size_t i = 0; i < 10; ++i) {
+      subset.push_back(gt.images()[i].id);
+      ids << QString::number(gt.images()[i].id);
+    }
+    const eval::CocoEvaluator evaluator(gt, /*with_masks=*/true, subset);
+    // The hook numbers detections itself; pass them in file order as loadRes would.
+    const eval::EvaluationReport report = evaluator.evaluate(results.detections);
+    QVERIFY(report.bbox && report.segm);
+    for (const char* type : {"bbox", "segm"}) {
+      const QString out = tmp.filePath(QString("subset_%1.json").arg(type));
+      QVERIFY2(
+          runOracle({"evaluate", gt_path, tmp.filePath("dt.json"), type, out, ids.join(",")}, &log),
+          qPrintable(log));
+      const eval::EvalResult& r = std::string(type) == "bbox" ? *report.bbox : *report.segm;
+      const QString diff = compare(r, readExpected(out.toStdString()));
+      QVERIFY2(diff.isEmpty(), qPrintable(QString(type) + ": " + diff));
+    }
+    // The metrics json carries both types' 12 stats.
+    const std::string json = eval::metricsJson(report);
+    QVERIFY(json.rfind("{\"bbox\":{\"stats\":[", 0) == 0);
+    QVERIFY(json.find("\"segm\":{\"stats\":[") != std::string::npos);
   }
 
   void randomSets() {
