@@ -25,6 +25,7 @@ debian_packages=(
   libprotobuf-dev protobuf-compiler
   libsimdjson-dev
   xvfb xauth
+  clang libclang-rt-14-dev
   python3 python3-venv
 )
 
