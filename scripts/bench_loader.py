@@ -17,8 +17,8 @@ Prints a table; images/s and our ratio to the peer. Writes only temporary files.
 
 Usage: .venv/bin/python scripts/bench_loader.py [--build-dir build] [--images 64]
        [--mode fixed|shorter_side] [--batch 2]
-bench_loader comes from <build-dir>/dataset/loader/bench_loader when the build has the target
-(add_subdirectory(loader) in dataset/CMakeLists.txt); otherwise this script compiles
+bench_loader comes from <build-dir>/bin/bench_loader (built with the project); otherwise this
+script compiles
 dataset/loader/bench_loader.cpp against <build-dir>/dataset/libmrcnn_dataset.a.
 
 Last result, 2026-11-22, AMD EPYC, 2 logical CPUs shared with other builds (load average
@@ -50,9 +50,9 @@ STD = [0.229, 0.224, 0.225]
 
 
 def bench_executable(build_dir: Path) -> Path:
-    target = build_dir / "dataset" / "loader" / "bench_loader"
-    if target.exists():
-        return target
+    for target in (build_dir / "bin" / "bench_loader", build_dir / "dataset" / "loader" / "bench_loader"):
+        if target.exists():
+            return target
     library = build_dir / "dataset" / "libmrcnn_dataset.a"
     if not library.exists():
         sys.exit(f"{library} is missing: build mrcnn_dataset first (ninja -C {build_dir} mrcnn_dataset)")
