@@ -1,0 +1,260 @@
+#include "engine/model/resnet.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "engine/model/frozen_batch_norm.h"
+
+namespace mrcnn::model {
+
+namespace {
+
+// A bias-free convolution and the norm after it, registered under torchvision's names by
+// their owner. When the norm is frozen it can be folded into the convolution.
+struct ConvNorm {
+  torch::nn::Conv2d conv{nullptr};
+  torch::nn::AnyModule norm;
+  int64_t stride = 1;
+  int64_t padding = 0;
+  at::Tensor folded_weight, folded_bias;
+
+  at::Tensor operator()(const at::Tensor& x) {
+    if (folded_weight.defined())
+      return torch::conv2d(x, folded_weight, folded_bias, {stride, stride}, {padding, padding});
+    return norm.forward(conv->forward(x));
+  }
+  bool fold() {
+    auto* bn = norm.ptr()->as<FrozenBatchNorm2dImpl>();
+    if (bn == nullptr) return false;
+    FoldedConv f = foldIntoConv(conv->weight, conv->bias, *bn);
+    folded_weight = std::move(f.weight);
+    folded_bias = std::move(f.bias);
+    return true;
+  }
+  void unfold() {
+    folded_weight = at::Tensor();
+    folded_bias = at::Tensor();
+  }
+};
+
+ConvNorm makeConvNorm(const ResNetOptions& o, int64_t in, int64_t out, int64_t kernel,
+                      int64_t stride, int64_t padding) {
+  ConvNorm cn;
+  cn.conv = torch::nn::Conv2d(
+      torch::nn::Conv2dOptions(in, out, kernel).stride(stride).padding(padding).bias(false));
+  if (o.frozen_bn) {
+    cn.norm = torch::nn::AnyModule(FrozenBatchNorm2d(out, o.frozen_bn_eps));
+  } else {
+    cn.norm = torch::nn::AnyModule(torch::nn::BatchNorm2d(out));
+  }
+  cn.stride = stride;
+  cn.padding = padding;
+  return cn;
+}
+
+struct StageLayout {
+  bool bottleneck;
+  std::array<int, 4> blocks;
+};
+
+StageLayout layoutOf(int depth) {
+  switch (depth) {
+    case 10:
+      return {false, {1, 1, 1, 1}};  // TAO's ResNet-10
+    case 18:
+      return {false, {2, 2, 2, 2}};
+    case 34:
+      return {false, {3, 4, 6, 3}};
+    case 50:
+      return {true, {3, 4, 6, 3}};
+    case 101:
+      return {true, {3, 4, 23, 3}};
+    default:
+      throw std::invalid_argument("unsupported ResNet depth " + std::to_string(depth) +
+                                  "; use 10, 18, 34, 50 or 101");
+  }
+}
+
+}  // namespace
+
+// A residual block: BasicBlock (two 3x3) or Bottleneck (1x1, 3x3 with the stride, 1x1 to
+// 4x the width), with a 1x1 projection ("downsample") where the shape changes.
+class ResidualBlock : public torch::nn::Module {
+ public:
+  ResidualBlock(const ResNetOptions& o, bool bottleneck, int64_t in, int64_t planes,
+                int64_t stride) {
+    const int64_t out = bottleneck ? planes * 4 : planes;
+    if (bottleneck) {
+      convs_.push_back(makeConvNorm(o, in, planes, /*kernel=*/1, /*stride=*/1, /*padding=*/0));
+      convs_.push_back(makeConvNorm(o, planes, planes, 3, stride, 1));
+      convs_.push_back(makeConvNorm(o, planes, out, 1, 1, 0));
+    } else {
+      convs_.push_back(makeConvNorm(o, in, planes, 3, stride, 1));
+      convs_.push_back(makeConvNorm(o, planes, planes, 3, 1, 1));
+    }
+    for (size_t k = 0; k < convs_.size(); ++k) {
+      register_module("conv" + std::to_string(k + 1), convs_[k].conv);
+      register_module("bn" + std::to_string(k + 1), convs_[k].norm.ptr());
+    }
+    if (stride != 1 || in != out) {
+      downsample_ = makeConvNorm(o, in, out, 1, stride, 0);
+      auto ds = register_module("downsample", std::make_shared<torch::nn::Module>());
+      ds->register_module("0", downsample_->conv);
+      ds->register_module("1", downsample_->norm.ptr());
+    }
+  }
+
+  at::Tensor forward(const at::Tensor& x) {
+    at::Tensor y = x;
+    for (size_t k = 0; k < convs_.size(); ++k) {
+      y = convs_[k](y);
+      if (k + 1 < convs_.size()) y = torch::relu(y);
+    }
+    const at::Tensor identity = downsample_ ? (*downsample_)(x) : x;
+    return torch::relu(y + identity);
+  }
+
+  int fold() {
+    int n = 0;
+    for (ConvNorm& c : convs_)
+      n += c.fold() ? 1 : 0;
+    if (downsample_) n += downsample_->fold() ? 1 : 0;
+    return n;
+  }
+  void unfold() {
+    for (ConvNorm& c : convs_)
+      c.unfold();
+    if (downsample_) downsample_->unfold();
+  }
+
+ private:
+  std::vector<ConvNorm> convs_;
+  std::optional<ConvNorm> downsample_;
+};
+
+std::vector<int> freezeBlocksForTrainableLayers(int trainable_layers) {
+  if (trainable_layers < 0 || trainable_layers > 5)
+    throw std::invalid_argument("trainable layers must be in [0, 5], got " +
+                                std::to_string(trainable_layers));
+  std::vector<int> frozen;
+  for (int b = 0; b <= 4 - trainable_layers; ++b)
+    frozen.push_back(b);
+  return frozen;
+}
+
+ResNetImpl::ResNetImpl(ResNetOptions options) : options_(std::move(options)) {
+  const StageLayout layout = layoutOf(options_.depth);
+  for (int b : options_.freeze_blocks) {
+    if (b < 0 || b > 4)
+      throw std::invalid_argument("freeze_blocks: block " + std::to_string(b) +
+                                  " does not exist; use 0 (the stem) to 4 (layer4)");
+  }
+  ConvNorm stem = makeConvNorm(options_, 3, 64, /*kernel=*/7, /*stride=*/2, /*padding=*/3);
+  conv1_ = register_module("conv1", stem.conv);
+  bn1_ = stem.norm;
+  register_module("bn1", bn1_.ptr());
+
+  int64_t in = 64;
+  for (int s = 0; s < 4; ++s) {
+    const int64_t planes = int64_t{64} << s;
+    const int64_t stride = s == 0 ? 1 : 2;
+    auto layer =
+        register_module("layer" + std::to_string(s + 1), std::make_shared<torch::nn::Module>());
+    for (int b = 0; b < layout.blocks[static_cast<size_t>(s)]; ++b) {
+      auto block = std::make_shared<ResidualBlock>(options_, layout.bottleneck, in, planes,
+                                                   b == 0 ? stride : 1);
+      layer->register_module(std::to_string(b), block);
+      stages_[static_cast<size_t>(s)].push_back(block);
+      in = layout.bottleneck ? planes * 4 : planes;
+    }
+  }
+
+  // torchvision's initialisation: convolutions Kaiming normal (fan out, ReLU), norms 1 and 0.
+  torch::NoGradGuard no_grad;
+  for (auto& m : modules(/*include_self=*/false)) {
+    if (auto* conv = m->as<torch::nn::Conv2dImpl>()) {
+      torch::nn::init::kaiming_normal_(conv->weight, /*a=*/0, torch::kFanOut, torch::kReLU);
+    }
+  }
+  applyFreezeBlocks();
+}
+
+void ResNetImpl::applyFreezeBlocks() {
+  const auto frozen = [&](int b) {
+    return std::find(options_.freeze_blocks.begin(), options_.freeze_blocks.end(), b) !=
+           options_.freeze_blocks.end();
+  };
+  for (auto& p : conv1_->parameters())
+    p.set_requires_grad(!frozen(0));
+  for (auto& p : bn1_.ptr()->parameters())
+    p.set_requires_grad(!frozen(0));
+  for (size_t s = 0; s < 4; ++s) {
+    for (auto& block : stages_[s]) {
+      for (auto& p : block->parameters())
+        p.set_requires_grad(!frozen(static_cast<int>(s) + 1));
+    }
+  }
+}
+
+std::array<int64_t, 4> ResNetImpl::stageChannels() const {
+  const int64_t e = layoutOf(options_.depth).bottleneck ? 4 : 1;
+  return {64 * e, 128 * e, 256 * e, 512 * e};
+}
+
+std::vector<at::Tensor> ResNetImpl::forward(const at::Tensor& images) {
+  TORCH_CHECK(images.dim() == 4 && images.size(1) == 3,
+              "ResNet: expected images [N, 3, H, W], got ", images.sizes());
+  at::Tensor x;
+  if (stem_weight_.defined()) {
+    x = torch::conv2d(images, stem_weight_, stem_bias_, {2, 2}, {3, 3});
+  } else {
+    x = bn1_.forward(conv1_->forward(images));
+  }
+  x = torch::max_pool2d(torch::relu(x), /*kernel_size=*/{3, 3}, /*stride=*/{2, 2},
+                        /*padding=*/{1, 1});
+  std::vector<at::Tensor> outputs;
+  outputs.reserve(4);
+  for (auto& stage : stages_) {
+    for (auto& block : stage)
+      x = block->forward(x);
+    outputs.push_back(x);
+  }
+  return outputs;
+}
+
+int ResNetImpl::foldFrozenBatchNorm() {
+  unfoldBatchNorm();
+  int n = 0;
+  if (auto* bn = bn1_.ptr()->as<FrozenBatchNorm2dImpl>()) {
+    FoldedConv f = foldIntoConv(conv1_->weight, conv1_->bias, *bn);
+    stem_weight_ = std::move(f.weight);
+    stem_bias_ = std::move(f.bias);
+    ++n;
+  }
+  for (auto& stage : stages_) {
+    for (auto& block : stage)
+      n += block->fold();
+  }
+  folded_ = n > 0;
+  return n;
+}
+
+void ResNetImpl::unfoldBatchNorm() {
+  stem_weight_ = at::Tensor();
+  stem_bias_ = at::Tensor();
+  for (auto& stage : stages_) {
+    for (auto& block : stage)
+      block->unfold();
+  }
+  folded_ = false;
+}
+
+void ResNetImpl::train(bool on) {
+  if (on) unfoldBatchNorm();
+  torch::nn::Module::train(on);
+}
+
+}  // namespace mrcnn::model

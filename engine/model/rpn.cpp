@@ -1,0 +1,202 @@
+#include "engine/model/rpn.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/ops/box_coder.h"
+#include "engine/ops/box_iou.h"
+#include "engine/ops/nms.h"
+
+namespace mrcnn::model {
+namespace {
+
+// [N, A*C, H, W] -> [N, H*W*A, C]: the anchors' order (cell major, anchor minor).
+at::Tensor permuteAndFlatten(const at::Tensor& layer, int64_t c) {
+  const int64_t n = layer.size(0), h = layer.size(2), w = layer.size(3);
+  return layer.view({n, -1, c, h, w}).permute({0, 3, 4, 1, 2}).reshape({n, -1, c});
+}
+
+at::Tensor clipToImage(const at::Tensor& boxes, const std::array<int64_t, 2>& size) {
+  const double h = static_cast<double>(size[0]), w = static_cast<double>(size[1]);
+  const at::Tensor x = boxes.slice(1, 0, 4, 2).clamp(0.0, w);
+  const at::Tensor y = boxes.slice(1, 1, 4, 2).clamp(0.0, h);
+  return at::stack({x, y}, /*dim=*/2).reshape(boxes.sizes());
+}
+
+}  // namespace
+
+RPNOptions toRPNOptions(const RPNSpecFields& s) {
+  RPNOptions o;
+  o.pre_nms_top_n_train = s.train_rpn_pre_nms_topn;
+  o.post_nms_top_n_train = s.train_rpn_post_nms_topn;
+  o.nms_thresh_train = s.train_rpn_nms_threshold;
+  o.pre_nms_top_n_test = s.test_rpn_pre_nms_topn;
+  o.post_nms_top_n_test = s.test_rpn_post_nms_topn;
+  o.nms_thresh_test = s.test_rpn_nms_thresh;
+  o.fg_iou_thresh = s.rpn_positive_overlap;
+  o.bg_iou_thresh = s.rpn_negative_overlap;
+  o.batch_size_per_image = s.rpn_batch_size_per_im;
+  o.positive_fraction = s.rpn_fg_fraction;
+  o.min_size = std::max<double>(s.rpn_min_size, 1e-3);
+  o.box_loss_weight = s.rpn_box_loss_weight;
+  return o;
+}
+
+RegionProposalNetworkImpl::RegionProposalNetworkImpl(AnchorGenerator anchor_generator, RPNHead head,
+                                                     RPNOptions options,
+                                                     std::optional<at::Generator> generator)
+    : anchor_generator_(std::move(anchor_generator)),
+      head_(std::move(head)),
+      options_(options),
+      matcher_(MatcherOptions{options.fg_iou_thresh, options.bg_iou_thresh,
+                              /*allow_low_quality_matches=*/true}),
+      sampler_(SamplerOptions{options.batch_size_per_image, options.positive_fraction},
+               std::move(generator)) {
+  const std::vector<int64_t> per_location = anchor_generator_.numAnchorsPerLocation();
+  for (int64_t a : per_location) {
+    TORCH_CHECK(a == head_->options().num_anchors, "RegionProposalNetwork: the head predicts ",
+                head_->options().num_anchors, " anchors per location, the anchor generator makes ",
+                a);
+  }
+  register_module("head", head_);
+}
+
+std::pair<at::Tensor, at::Tensor> RegionProposalNetworkImpl::assignTargets(
+    const at::Tensor& anchors, const at::Tensor& gt_boxes) const {
+  if (gt_boxes.numel() == 0) {  // a background image: every anchor negative
+    return {at::zeros({anchors.size(0)}, anchors.options().dtype(at::kFloat)),
+            at::zeros(anchors.sizes(), anchors.options().dtype(at::kFloat))};
+  }
+  const at::Tensor matched = matcher_(ops::box_iou(gt_boxes, anchors));
+  const at::Tensor matched_gt = gt_boxes.index_select(0, matched.clamp_min(0));
+  at::Tensor labels = (matched >= 0).to(at::kFloat);
+  labels.masked_fill_(matched == Matcher::kBelowLowThreshold, 0.0);
+  labels.masked_fill_(matched == Matcher::kBetweenThresholds, -1.0);
+  return {labels, matched_gt};
+}
+
+RPNOutput RegionProposalNetworkImpl::forward(const std::vector<at::Tensor>& features,
+                                             const ImageSizes& sizes, const RPNTargets* targets) {
+  TORCH_CHECK(!features.empty(), "RegionProposalNetwork: no feature maps");
+  const int64_t num_images = features[0].size(0);
+  TORCH_CHECK(static_cast<int64_t>(sizes.images.size()) == num_images,
+              "RegionProposalNetwork: ", sizes.images.size(), " image sizes for a batch of ",
+              num_images);
+  const bool training = is_training();
+  TORCH_CHECK(!training || targets != nullptr,
+              "RegionProposalNetwork: targets are required in training");
+
+  auto [logits, deltas] = head_->forward(features);
+  const at::Tensor anchors = anchor_generator_(features, sizes.padded);  // [T, 4]
+
+  std::vector<int64_t> per_level;
+  std::vector<at::Tensor> flat_logits, flat_deltas;
+  for (size_t l = 0; l < logits.size(); ++l) {
+    per_level.push_back(logits[l].size(1) * logits[l].size(2) * logits[l].size(3));
+    flat_logits.push_back(permuteAndFlatten(logits[l], 1));
+    flat_deltas.push_back(permuteAndFlatten(deltas[l], 4));
+  }
+  const at::Tensor objectness = at::cat(flat_logits, 1).flatten(0, -2);     // [N*T, 1]
+  const at::Tensor pred_deltas = at::cat(flat_deltas, 1).reshape({-1, 4});  // [N*T, 4]
+  const int64_t total = anchors.size(0);
+
+  // Proposals do not carry gradients back into the deltas (as torchvision).
+  const at::Tensor all_anchors = anchors.repeat({num_images, 1});
+  const at::Tensor proposals =
+      ops::decode_boxes(pred_deltas.detach(), all_anchors, ops::BoxCoderWeights{})
+          .view({num_images, total, 4});
+
+  // ---- Proposals: the best anchors of each level, then per image clip, filter, NMS. ----
+  RPNOutput out;
+  {
+    const at::Tensor obj = objectness.detach().reshape({num_images, total});
+    const int64_t pre_n = training ? options_.pre_nms_top_n_train : options_.pre_nms_top_n_test;
+    const int64_t post_n = training ? options_.post_nms_top_n_train : options_.post_nms_top_n_test;
+    const double nms_thresh = training ? options_.nms_thresh_train : options_.nms_thresh_test;
+
+    std::vector<at::Tensor> top_idx, top_lvl;
+    int64_t offset = 0;
+    for (size_t l = 0; l < per_level.size(); ++l) {
+      const at::Tensor level_obj = obj.narrow(1, offset, per_level[l]);
+      const int64_t k = std::min(pre_n, per_level[l]);
+      top_idx.push_back(std::get<1>(level_obj.topk(k, /*dim=*/1)) + offset);
+      top_lvl.push_back(
+          at::full({num_images, k}, static_cast<int64_t>(l), obj.options().dtype(at::kLong)));
+      offset += per_level[l];
+    }
+    const at::Tensor idx = at::cat(top_idx, 1);
+    const at::Tensor lvl = at::cat(top_lvl, 1);
+    const at::Tensor prob = at::sigmoid(obj.gather(1, idx));
+    const at::Tensor boxes = proposals.gather(1, idx.unsqueeze(2).expand({-1, -1, 4}));
+
+    for (int64_t i = 0; i < num_images; ++i) {
+      at::Tensor b = clipToImage(boxes[i], sizes.images[static_cast<size_t>(i)]);
+      at::Tensor s = prob[i];
+      at::Tensor v = lvl[i];
+      const at::Tensor w = b.select(1, 2) - b.select(1, 0);
+      const at::Tensor h = b.select(1, 3) - b.select(1, 1);
+      const at::Tensor keep_big = at::where((w >= options_.min_size) & (h >= options_.min_size) &
+                                            (s >= options_.score_thresh))[0];
+      b = b.index_select(0, keep_big);
+      s = s.index_select(0, keep_big);
+      v = v.index_select(0, keep_big);
+      at::Tensor keep = ops::batched_nms(b, s, v, nms_thresh);
+      keep = keep.narrow(0, 0, std::min(post_n, keep.size(0)));
+      out.boxes.push_back(b.index_select(0, keep));
+      out.scores.push_back(s.index_select(0, keep));
+    }
+  }
+
+  if (!training) return out;
+
+  // ---- Losses ----
+  TORCH_CHECK(static_cast<int64_t>(targets->boxes.size()) == num_images,
+              "RegionProposalNetwork: ground truth for ", targets->boxes.size(),
+              " images in a batch of ", num_images);
+  std::vector<at::Tensor> labels, regression_targets;
+  for (int64_t i = 0; i < num_images; ++i) {
+    const at::Tensor gt = targets->boxes[static_cast<size_t>(i)];
+    TORCH_CHECK(gt.numel() == 0 || (gt.dim() == 2 && gt.size(1) == 4),
+                "RegionProposalNetwork: ground-truth boxes must be [M, 4], got ", gt.sizes());
+    auto [l, matched_gt] = assignTargets(anchors, gt.to(anchors.options()));
+    regression_targets.push_back(ops::encode_boxes(matched_gt, anchors, ops::BoxCoderWeights{}));
+    labels.push_back(std::move(l));
+  }
+
+  std::vector<SampledMasks> sampled = targets->sampled;
+  if (sampled.empty()) {
+    sampled = sampler_(labels);
+  } else {
+    TORCH_CHECK(static_cast<int64_t>(sampled.size()) == num_images,
+                "RegionProposalNetwork: given samples for ", sampled.size(),
+                " images in a batch of ", num_images);
+  }
+  std::vector<at::Tensor> pos_masks, neg_masks;
+  for (const SampledMasks& m : sampled) {
+    TORCH_CHECK(m.positive.numel() == total && m.negative.numel() == total,
+                "RegionProposalNetwork: a sample mask must cover the image's ", total, " anchors");
+    pos_masks.push_back(m.positive.to(anchors.device()));
+    neg_masks.push_back(m.negative.to(anchors.device()));
+  }
+  const at::Tensor pos = at::where(at::cat(pos_masks, 0))[0];
+  const at::Tensor neg = at::where(at::cat(neg_masks, 0))[0];
+  const at::Tensor sampled_idx = at::cat({pos, neg}, 0);
+  const at::Tensor all_labels = at::cat(labels, 0);
+  const at::Tensor all_targets = at::cat(regression_targets, 0);
+
+  RPNLosses losses;
+  losses.box =
+      at::smooth_l1_loss(pred_deltas.index_select(0, pos), all_targets.index_select(0, pos),
+                         at::Reduction::Sum, options_.smooth_l1_beta) /
+      static_cast<double>(sampled_idx.numel());
+  losses.objectness = at::binary_cross_entropy_with_logits(
+      objectness.flatten().index_select(0, sampled_idx), all_labels.index_select(0, sampled_idx));
+  losses.box_weighted = losses.box * options_.box_loss_weight;
+  out.losses = std::move(losses);
+  return out;
+}
+
+}  // namespace mrcnn::model

@@ -1,0 +1,45 @@
+// Samples a fixed number of labelled elements per image with at most a given share of
+// positives, as torchvision's det_utils.BalancedPositiveNegativeSampler.
+#pragma once
+
+#include <ATen/core/Generator.h>
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace mrcnn::model {
+
+struct SamplerOptions {
+  int64_t batch_size_per_image = 256;
+  double positive_fraction = 0.5;
+};
+
+// Binary (uint8) masks over one image's elements: those sampled as positive, as negative.
+struct SampledMasks {
+  at::Tensor positive;
+  at::Tensor negative;
+};
+
+class BalancedPositiveNegativeSampler {
+ public:
+  // generator: the random source of the permutations (CPU); none means ATen's default
+  // generator (torch::manual_seed). With the same generator state the same elements are
+  // drawn as torchvision's sampler draws with torch.randperm on the CPU.
+  explicit BalancedPositiveNegativeSampler(SamplerOptions options = {},
+                                           std::optional<at::Generator> generator = std::nullopt);
+
+  const SamplerOptions& options() const { return options_; }
+
+  // labels per image: >= 1 positive, 0 negative, anything else (-1) ignored. Per image
+  // samples min(#positive, int(batch * fraction)) positives and fills up to the batch size
+  // with negatives (as many as there are).
+  std::vector<SampledMasks> operator()(const std::vector<at::Tensor>& labels);
+
+ private:
+  SamplerOptions options_;
+  std::optional<at::Generator> generator_;
+};
+
+}  // namespace mrcnn::model
