@@ -29,7 +29,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const mrcnn::dataset::Rle rle = mrcnn::dataset::rleFromPolygons(list, h, w);
     uint64_t total = 0;
     for (uint32_t c : rle.counts) total += c;
-    if (rle.h != h || rle.w != w || total != static_cast<uint64_t>(h) * w) __builtin_trap();
+    // On a zero-width image pycocotools' rasteriser wraps its last column around (w - 1 in
+    // size_t) and yields runs past the mask; we keep its output bit for bit (the COCO reader
+    // refuses images without a positive size, so none reaches it), and decode refuses it.
+    if (rle.h != h || rle.w != w) __builtin_trap();
+    if (w > 0 && total != static_cast<uint64_t>(h) * w) __builtin_trap();
   } catch (const std::invalid_argument&) {
   }
   return 0;
