@@ -6,7 +6,6 @@
 #include <torch/torch.h>
 
 #include <QFile>
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <algorithm>
@@ -21,6 +20,7 @@
 #include "engine/model/frozen_batch_norm.h"
 #include "engine/model/resnet.h"
 #include "engine/model/state_dict.h"
+#include "tests/common/reference_script.h"
 
 namespace model = mrcnn::model;
 
@@ -104,17 +104,11 @@ class TestBackbone : public QObject {
 
   // Runs backbone_parity.py with `args`; empty when it succeeded, else why not.
   QString runScript(const QStringList& args, int timeout_ms) {
-    const QString script =
-        qEnvironmentVariable("MRCNN_SOURCE_DIR") + "/tests/engine/backbone_parity.py";
-    QProcess process;
-    process.setProcessChannelMode(QProcess::MergedChannels);
-    process.start(python_, QStringList{script} + args);
-    const bool finished = process.waitForFinished(timeout_ms);
-    const QString log = QString::fromUtf8(process.readAll()).trimmed();
-    if (!finished || process.exitStatus() != QProcess::NormalExit || process.exitCode() != 0)
-      return "backbone_parity.py " + args.join(' ') + " failed: " + log;
-    qInfo("%s", qPrintable(log));
-    return {};
+    QString log;
+    const QString error = mrcnn::testing::runReferenceScript("tests/engine/backbone_parity.py",
+                                                             args, &log, timeout_ms);
+    if (error.isEmpty()) qInfo("%s", qPrintable(log));
+    return error;
   }
 
  private slots:

@@ -4,7 +4,6 @@
 // images, tied scores, tiny and huge objects, more than 100 detections an image.
 #include <simdjson.h>
 
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <cmath>
@@ -15,6 +14,7 @@
 #include "engine/eval/coco_eval.h"
 #include "engine/eval/evaluator.h"
 #include "engine/eval/results_json.h"
+#include "tests/common/reference_script.h"
 
 using namespace mrcnn;
 using eval::IouType;
@@ -24,19 +24,12 @@ namespace {
 QString sharedDir() {
   return qEnvironmentVariable("MRCNN_SHARED_DIR");
 }
-QString oracle() {
-  return qEnvironmentVariable("MRCNN_SOURCE_DIR") + "/tests/engine/eval_oracle.py";
-}
-
 // Runs the oracle; fails the test (not a skip) if the environment is broken.
 bool runOracle(const QStringList& args, QString* log) {
-  const QString python = qEnvironmentVariable("MRCNN_PYTHON");
-  QProcess p;
-  p.start(python, QStringList{oracle()} + args);
-  const bool ok =
-      p.waitForFinished(600000) && p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0;
-  *log = QString::fromUtf8(p.readAllStandardError());
-  return ok;
+  const QString error =
+      mrcnn::testing::runReferenceScript("tests/engine/eval_oracle.py", args, log, 600000);
+  if (!error.isEmpty()) *log = error;
+  return error.isEmpty();
 }
 
 eval::EvalResult evaluateFiles(const std::string& gt_path, const std::string& dt_path,

@@ -8,7 +8,6 @@
 #include <torch/serialize.h>
 #include <torch/torch.h>
 
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <algorithm>
@@ -23,6 +22,8 @@
 #include "engine/ops/box_iou.h"
 #include "engine/ops/nms.h"
 #include "engine/ops/roi_align.h"
+#include "tests/common/reference_script.h"
+#include "tests/engine/parity_file.h"
 
 namespace ops = mrcnn::ops;
 
@@ -242,27 +243,12 @@ class TestOps : public QObject {
     at::set_num_threads(2);
     python_ = qEnvironmentVariable("MRCNN_PYTHON");
     if (python_.isEmpty()) return;
-    const QString script = qEnvironmentVariable("MRCNN_SOURCE_DIR") + "/tests/engine/ops_parity.py";
     const QString out = dir_.filePath("ops_parity.pt");
-    QProcess process;
-    process.setProcessChannelMode(QProcess::MergedChannels);
-    process.start(python_, {script, out});
-    const bool finished = process.waitForFinished(300000);
-    const QString log = QString::fromUtf8(process.readAll()).trimmed();
-    if (!finished || process.exitStatus() != QProcess::NormalExit || process.exitCode() != 0) {
-      parityError_ = "ops_parity.py failed (" + python_ + " " + script + "): " + log;
-      return;
-    }
+    QString log;
+    parityError_ = mrcnn::testing::runReferenceScript("tests/engine/ops_parity.py", {out}, &log);
+    if (!parityError_.isEmpty()) return;
     qInfo("%s", qPrintable(log));
-    std::ifstream in(out.toStdString(), std::ios::binary);
-    const std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
-                                  std::istreambuf_iterator<char>());
-    try {
-      parity_ = torch::pickle_load(bytes);
-      QVERIFY(parity_.isGenericDict());
-    } catch (const std::exception& e) {
-      parityError_ = QString("cannot read ") + out + ": " + e.what();
-    }
+    parityError_ = mrcnn::testing::readParityFile(out, &parity_);
   }
 
   // A static library drops registration-only objects unless linked whole: the ops must be
