@@ -430,8 +430,6 @@ EvalResult evaluate(const EvalSet& set, std::span<const Detection> detections, I
 
 std::string summaryText(const EvalResult& result) {
   const EvalParams& p = result.params;
-  const std::string type = result.iou_type == IouType::Bbox ? "bbox" : "segm";
-  (void)type;
   const int last = p.max_dets.back();
   const int d0 = p.max_dets[0], d1 = p.max_dets.size() > 1 ? p.max_dets[1] : last;
   struct Line {
