@@ -1,6 +1,7 @@
 #include "app/headless.h"
 
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,17 +10,40 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <string_view>
+
+#include "app/event_render.h"
 
 namespace mrcnn::app {
 namespace {
 
 volatile pid_t g_child = 0;
 
-void forwardSignal(int sig) {
-  // The terminal sends Ctrl-C to the whole process group, the engine included; a signal
-  // sent to the launcher alone (kill, a service manager) is passed on here.
+void forwardSignal(int sig, siginfo_t* info, void*) {
+  // The terminal sends Ctrl-C to the whole process group, the engine included: such a
+  // signal (si_code SI_KERNEL) is not passed on, or the engine would count two and stop at
+  // once instead of gracefully. A signal sent to the launcher alone by a process (kill, a
+  // service manager: si_code <= 0) is passed on.
   const pid_t child = g_child;
-  if (child > 0) ::kill(child, sig);
+  if (child > 0 && (info == nullptr || info->si_code <= 0)) ::kill(child, sig);
+}
+
+// Writes all of `text` to stdout (the terminal or a pipe).
+void put(std::string_view text) {
+  while (!text.empty()) {
+    const ssize_t n = ::write(STDOUT_FILENO, text.data(), text.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // stdout is gone: keep running the engine to its end
+    text.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+RenderOptions renderOptions() {
+  RenderOptions o;
+  o.tty = ::isatty(STDOUT_FILENO) == 1;
+  winsize ws{};
+  if (o.tty && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) o.width = ws.ws_col;
+  return o;
 }
 
 std::filesystem::path findEngine(const std::string& self) {
@@ -83,10 +107,18 @@ int runHeadless(const std::vector<std::string>& args, const std::string& self) {
   argv.push_back(nullptr);
 
   struct sigaction action {};
-  action.sa_handler = forwardSignal;
+  action.sa_sigaction = forwardSignal;
+  action.sa_flags = SA_SIGINFO;
   sigemptyset(&action.sa_mask);
   ::sigaction(SIGINT, &action, nullptr);
   ::sigaction(SIGTERM, &action, nullptr);
+  // The engine's stdout comes through a pipe to be rendered; its stderr goes straight on.
+  int out_pipe[2];
+  if (::pipe(out_pipe) != 0) {
+    std::cerr << "mrcnn-workbench: cannot start the engine: " << std::strerror(errno) << '\n';
+    return 1;
+  }
+  std::cout.flush();
 
   const pid_t pid = ::fork();
   if (pid < 0) {
@@ -94,12 +126,39 @@ int runHeadless(const std::vector<std::string>& args, const std::string& self) {
     return 1;
   }
   if (pid == 0) {
+    ::dup2(out_pipe[1], STDOUT_FILENO);
+    ::close(out_pipe[0]);
+    ::close(out_pipe[1]);
     ::execv(argv[0], argv.data());
     std::cerr << "mrcnn-workbench: cannot start " << argv[0] << ": " << std::strerror(errno)
               << '\n';
     ::_exit(127);
   }
   g_child = pid;
+  ::close(out_pipe[1]);
+  // A launcher whose terminal went away goes on reading, so the engine is not killed by
+  // SIGPIPE through us.
+  ::signal(SIGPIPE, SIG_IGN);
+
+  EventRenderer renderer(renderOptions());
+  std::string pending;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(out_pipe[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    pending.append(buf, static_cast<size_t>(n));
+    size_t start = 0;
+    for (size_t end; (end = pending.find('\n', start)) != std::string::npos; start = end + 1) {
+      std::string_view line(pending.data() + start, end - start);
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      put(renderer.line(line));
+    }
+    pending.erase(0, start);
+  }
+  if (!pending.empty()) put(renderer.line(pending));  // a last line without its newline
+  ::close(out_pipe[0]);
+
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) {
@@ -108,13 +167,18 @@ int runHeadless(const std::vector<std::string>& args, const std::string& self) {
     }
   }
   g_child = 0;
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  int code = 1;
+  if (WIFEXITED(status)) {
+    code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    code = 128 + WTERMSIG(status);
+  }
+  put(renderer.finish(code));
   if (WIFSIGNALED(status)) {
     std::cerr << "mrcnn-workbench: the engine was killed by signal " << WTERMSIG(status) << " ("
               << ::strsignal(WTERMSIG(status)) << ")\n";
-    return 128 + WTERMSIG(status);
   }
-  return 1;
+  return code;
 }
 
 }  // namespace mrcnn::app

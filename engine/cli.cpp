@@ -3,7 +3,10 @@
 #include <map>
 #include <ostream>
 #include <set>
+#include <stdexcept>
+#include <string>
 
+#include "engine/device.h"
 #include "engine/exit_codes.h"
 #include "engine/tasks/tasks.h"
 
@@ -12,6 +15,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: mrcnn-engine --spec SPEC [--task TASK] [--run-dir DIR] [--set path.to.field=value]...\n"
+    "       mrcnn-engine --spec SPEC --task inference --images FILE_OR_DIR [--out DIR]\n"
+    "                    [--checkpoint FILE] [--overlay-threshold SCORE]\n"
     "       mrcnn-engine --task evaluate --annotations GT.json --results DT.json\n"
     "                    [--iou-type bbox|segm|both] [--metrics-out METRICS.json]\n"
     "       mrcnn-engine --task dataset_convert --image-dir DIR --annotations FILE.json\n"
@@ -23,7 +28,8 @@ constexpr const char* kUsage =
 const std::set<std::string> kValueOptions = {
     "--spec",    "--task",       "--run-dir",     "--set",       "--annotations",
     "--results", "--iou-type",   "--metrics-out", "--image-dir", "--output-dir",
-    "--tag",     "--num-shards", "--include-mask"};
+    "--tag",     "--num-shards", "--include-mask", "--images", "--out",
+    "--checkpoint", "--overlay-threshold"};
 
 }  // namespace
 
@@ -37,7 +43,11 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
       return kExitOk;
     }
     if (a == "--version") {
-      out << "mrcnn-engine " << MRCNN_VERSION << '\n';
+      const RuntimeInfo runtime = runtimeInfo();
+      out << "mrcnn-engine " << MRCNN_VERSION << '\n'
+          << "LibTorch " << runtime.torch_version << ", CUDA build: "
+          << (runtime.cuda_built ? "yes" : "no") << ", GPUs available: " << runtime.cuda_devices
+          << ", CPU threads: " << runtime.cpu_threads << '\n';
       return kExitOk;
     }
     std::string value;
@@ -102,13 +112,31 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
   options.spec_path = get("--spec");
   options.run_dir = get("--run-dir");
   options.overrides = overrides;
+  options.checkpoint = get("--checkpoint");
   if (options.spec_path.empty()) {
     err << "mrcnn-engine: --spec is required for task " << options.task << '\n' << kUsage;
     return kExitUsage;
   }
   if (task == "validate") return runValidate(options, out, err);
   if (task == "train") return runTrain(options, out, err);
-  for (const char* later : {"evaluate", "inference", "dataset_convert", "prune", "export"}) {
+  if (task == "inference") {
+    InferenceOptions inference;
+    inference.images = get("--images");
+    inference.out = get("--out");
+    if (values.count("--overlay-threshold")) {
+      try {
+        size_t used = 0;
+        inference.overlay_threshold = std::stod(get("--overlay-threshold"), &used);
+        if (used != get("--overlay-threshold").size()) throw std::invalid_argument("trailing");
+      } catch (const std::exception&) {
+        err << "mrcnn-engine: --overlay-threshold: not a number: \""
+            << get("--overlay-threshold") << "\"\n";
+        return kExitUsage;
+      }
+    }
+    return runInference(options, inference, out, err);
+  }
+  for (const char* later : {"evaluate", "dataset_convert", "prune", "export"}) {
     if (task == later) {
       err << "mrcnn-engine: task " << task << " from a spec is not part of this build yet\n";
       return kExitUsage;

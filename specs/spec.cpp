@@ -37,6 +37,12 @@ bool LoadedSpec::ok() const {
                       [](const Diagnostic& d) { return d.isError(); });
 }
 
+void LoadedSpec::dropTrainingRequirements() {
+  diagnostics.erase(std::remove_if(diagnostics.begin(), diagnostics.end(),
+                                   [](const Diagnostic& d) { return d.training_only; }),
+                    diagnostics.end());
+}
+
 std::vector<Diagnostic> LoadedSpec::errors() const {
   std::vector<Diagnostic> out;
   for (const auto& d : diagnostics) {

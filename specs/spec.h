@@ -23,6 +23,8 @@ struct Diagnostic {
   int column = 0;      // 1-based
   std::string field;   // dotted path such as "maskrcnn_config.nlayers"; may be empty
   std::string message;
+  // A requirement of training only (training data, a step count): other tasks drop it.
+  bool training_only = false;
 
   bool isError() const { return kind != Kind::Warning; }
   // "file:line:column: error: field: message", as compilers print it.
@@ -53,6 +55,8 @@ struct LoadedSpec {
   std::vector<Diagnostic> diagnostics;  // errors and warnings, in file order
 
   bool ok() const;
+  // Removes the diagnostics that concern training only (for inference, evaluate...).
+  void dropTrainingRequirements();
   std::vector<Diagnostic> errors() const;
   std::vector<Diagnostic> warnings() const;
 };

@@ -29,8 +29,11 @@ class Checker {
     report(Diagnostic::Kind::Semantic, field, message, 0);
   }
   // A required setting that is absent (so no default is to blame).
+  // A requirement of training (data to train on, a step count).
   void missing(const std::string& field, const std::string& message) {
+    const size_t before = out_->size();
     report(Diagnostic::Kind::Semantic, field, message, -1);
+    for (size_t i = before; i < out_->size(); ++i) (*out_)[i].training_only = true;
   }
   void warning(const std::string& field, const std::string& message) {
     report(Diagnostic::Kind::Warning, field, message, 0);
@@ -207,6 +210,17 @@ void checkSchedule(const Experiment& s, Checker& c, Resolved* r) {
 void checkModel(const MaskRCNNConfig& m, Checker& c, Resolved* r) {
   const std::string p = "maskrcnn_config.";
   requireChoice(c, m, p, "arch");
+  requireChoice(c, m, p, "anchor_style");
+  if (!(m.frozen_bn_eps() >= 0)) c.error(p + "frozen_bn_eps", "must not be negative");
+  if (m.mrcnn_resolution() % 2 != 0) {
+    c.error(p + "mrcnn_resolution",
+            "must be even: the mask head doubles its RoIAlign features (" +
+                std::to_string(m.mrcnn_resolution()) + " is odd)");
+  }
+  if (m.anchor_style() == "torchvision" && (m.min_level() != 2 || m.max_level() != 6)) {
+    c.error(p + "anchor_style",
+            "torchvision's anchors are made for levels 2 to 6 (min_level 2, max_level 6)");
+  }
   static const std::set<unsigned> depths = {10, 18, 34, 50, 101};
   if (!depths.count(m.nlayers())) {
     c.error(p + "nlayers", "unsupported ResNet depth " + std::to_string(m.nlayers()) +
@@ -298,6 +312,7 @@ void checkData(const Experiment& s, Checker& c, Resolved* r) {
                                    std::to_string(d.num_classes()));
   }
   requireChoice(c, d, p, "resize_mode");
+  requireChoice(c, d, p, "category_labels");
   LiteralError e;
   std::vector<long long> size;
   const unsigned stride = 1u << std::min(m.max_level(), 30u);

@@ -14,6 +14,7 @@ struct TaskOptions {
   std::filesystem::path spec_path;
   std::filesystem::path run_dir;  // empty: <output_dir>/<run name> from the spec
   std::vector<std::string> overrides;
+  std::filesystem::path checkpoint;  // --checkpoint: weights instead of the run's or the spec's
 };
 
 // Prints the resolved spec (every default filled in) or every error of it.
@@ -23,6 +24,18 @@ int runValidate(const TaskOptions& options, std::ostream& out, std::ostream& err
 // directory with the spec as run, and makes the data ready (generating the embedded
 // shapes dataset when the spec asks for it).
 int runTrain(const TaskOptions& options, std::ostream& out, std::ostream& err);
+
+struct InferenceOptions {
+  std::filesystem::path images;  // an image file or a folder of images
+  std::filesystem::path out;     // empty: <run dir>/inference
+  double overlay_threshold = 0.5;  // detections drawn on the overlays score at least this
+};
+
+// Runs the spec's model with its weights (--checkpoint, else the run directory's last
+// checkpoint, else the spec's checkpoint) on images: writes results.json (COCO results with
+// file names and RLE masks), categories.json and an overlay image per input.
+int runInference(const TaskOptions& options, const InferenceOptions& inference, std::ostream& out,
+                 std::ostream& err);
 
 struct EvaluateFilesOptions {
   std::filesystem::path annotations;  // COCO instances json (ground truth)

@@ -143,6 +143,7 @@ std::string taoValue(const TaoField& f) {
   if (name == "num_classes") return "21";
   if (name == "total_steps") return "100";
   if (name == "bg_thresh_lo") return "0.1";
+  if (name == "mrcnn_resolution") return "32";  // even: the mask head doubles its features
   if (name == "rpn_negative_overlap") return "0.2";
   if (name == "rpn_positive_overlap") return "0.8";
   if (name == "bg_thresh_hi") return "0.6";

@@ -1,0 +1,127 @@
+#include "engine/model/mask_rcnn.h"
+
+#include <ATen/ATen.h>
+#include <torch/nn/module.h>
+
+#include <utility>
+
+namespace mrcnn::model {
+
+MaskRCNNOptions MaskRCNNOptions::torchvisionResNet50FPN(int64_t num_classes) {
+  MaskRCNNOptions o;
+  o.backbone.resnet.depth = 50;
+  o.backbone.resnet.frozen_bn = true;
+  o.backbone.resnet.freeze_blocks = freezeBlocksForTrainableLayers(3);
+  o.backbone.min_level = 2;
+  o.backbone.max_level = 6;
+  o.anchors = AnchorOptions::torchvision();
+  o.roi_heads.num_classes = num_classes;
+  o.roi_heads.in_channels = o.backbone.out_channels;
+  o.roi_heads.min_level = 2;
+  o.roi_heads.max_level = 6;
+  return o;
+}
+
+MaskRCNNImpl::MaskRCNNImpl(MaskRCNNOptions options, std::optional<at::Generator> generator)
+    : options_(std::move(options)) {
+  TORCH_CHECK(options_.roi_heads.min_level == options_.backbone.min_level &&
+                  options_.roi_heads.max_level == options_.backbone.max_level,
+              "MaskRCNN: the RoI heads' levels (", options_.roi_heads.min_level, "..",
+              options_.roi_heads.max_level, ") differ from the backbone's (",
+              options_.backbone.min_level, "..", options_.backbone.max_level, ")");
+  backbone_ = register_module("backbone", BackboneWithFPN(options_.backbone));
+
+  AnchorGenerator anchors(options_.anchors);
+  TORCH_CHECK(anchors.numLevels() == options_.backbone.max_level - options_.backbone.min_level + 1,
+              "MaskRCNN: ", anchors.numLevels(), " anchor levels for ",
+              options_.backbone.max_level - options_.backbone.min_level + 1, " feature levels");
+  const std::vector<int64_t> per_location = anchors.numAnchorsPerLocation();
+  RPNHeadOptions head;
+  head.in_channels = options_.backbone.out_channels;
+  head.num_anchors = per_location.front();
+  head.conv_depth = options_.rpn_head_conv_depth;
+  rpn_ = register_module(
+      "rpn", RegionProposalNetwork(std::move(anchors), RPNHead(head), options_.rpn, generator));
+  roi_heads_ = register_module("roi_heads", RoIHeads(options_.roi_heads, generator));
+}
+
+MaskRCNNLosses MaskRCNNImpl::losses(const at::Tensor& images, const ImageSizes& sizes,
+                                    const MaskRCNNTargets& targets, MaskRCNNTrace* trace) {
+  TORCH_CHECK(is_training(), "MaskRCNN::losses: the model is in evaluation mode");
+  const size_t n = static_cast<size_t>(images.size(0));
+  TORCH_CHECK(targets.boxes.size() == n && targets.labels.size() == n,
+              "MaskRCNN::losses: ground truth for ", targets.boxes.size(), " images, batch of ", n);
+
+  std::vector<at::Tensor> features = backbone_->forward(images);
+
+  RPNTargets rpn_targets;
+  rpn_targets.boxes = targets.boxes;
+  rpn_targets.sampled = targets.rpn_sampled;
+  RPNOutput proposals = rpn_->forward(features, sizes, &rpn_targets);
+
+  RoIHeadsTargets roi_targets;
+  roi_targets.boxes = targets.boxes;
+  roi_targets.labels = targets.labels;
+  roi_targets.masks = targets.masks;
+  roi_targets.sampled = targets.roi_sampled;
+  RoIHeadsOutput heads = roi_heads_->forward(features, proposals.boxes, sizes, &roi_targets);
+
+  TORCH_CHECK(proposals.losses && heads.losses, "MaskRCNN::losses: a stage returned no losses");
+  MaskRCNNLosses out;
+  out.rpn_objectness = proposals.losses->objectness;
+  out.rpn_box = proposals.losses->box;
+  out.classifier = heads.losses->classifier;
+  out.box_reg = heads.losses->box_reg;
+  out.mask = heads.losses->mask;
+  out.total = out.rpn_objectness + proposals.losses->box_weighted + out.classifier +
+              out.box_reg * options_.roi_heads.box_loss_weight;
+  if (out.mask.defined()) out.total = out.total + out.mask * options_.roi_heads.mask_loss_weight;
+  if (trace) {
+    trace->features = std::move(features);
+    trace->proposals = std::move(proposals.boxes);
+  }
+  return out;
+}
+
+std::vector<Detections> MaskRCNNImpl::detect(const at::Tensor& images, const ImageSizes& sizes,
+                                             MaskRCNNTrace* trace) {
+  TORCH_CHECK(!is_training(), "MaskRCNN::detect: the model is in training mode (call eval())");
+  std::vector<at::Tensor> features = backbone_->forward(images);
+  RPNOutput proposals = rpn_->forward(features, sizes);
+  RoIHeadsOutput heads = roi_heads_->forward(features, proposals.boxes, sizes);
+  if (trace) {
+    trace->features = std::move(features);
+    trace->proposals = std::move(proposals.boxes);
+  }
+  return std::move(heads.detections);
+}
+
+std::vector<std::pair<std::string, std::string>> MaskRCNNImpl::legacyParameterNames() const {
+  std::vector<std::pair<std::string, std::string>> names;
+  const auto add = [&](const std::string& prefix,
+                       const std::vector<std::pair<std::string, std::string>>& relative) {
+    for (const auto& [old_name, new_name] : relative) {
+      names.emplace_back(prefix + old_name, prefix + new_name);
+    }
+  };
+  add("backbone.", backbone_->legacyParameterNames());
+  add("rpn.head.", RPNHeadImpl::legacyParameterNames());
+  add("roi_heads.", roi_heads_->legacyParameterNames());
+  return names;
+}
+
+LoadReport MaskRCNNImpl::loadTorchvisionState(const StateDict& state, LoadOptions options) {
+  const auto legacy = legacyParameterNames();
+  options.legacy_names.insert(options.legacy_names.end(), legacy.begin(), legacy.end());
+  backbone_->body()->unfoldBatchNorm();
+  return loadStateDict(*this, state, options);
+}
+
+StateDict MaskRCNNImpl::torchvisionState() const { return stateDictOf(*this); }
+
+void MaskRCNNImpl::prepareForInference() {
+  eval();
+  if (options_.backbone.resnet.frozen_bn) backbone_->body()->foldFrozenBatchNorm();
+}
+
+}  // namespace mrcnn::model

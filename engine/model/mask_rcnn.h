@@ -1,0 +1,122 @@
+// Mask R-CNN, wired as torchvision's GeneralizedRCNN: backbone (ResNet + FPN) -> region
+// proposal network -> RoI heads (boxes and masks). This file only assembles the stages and
+// owns the model-wide state_dict; each stage lives in its own file.
+//
+// The data contract, written once here:
+//  - input: a batch of images [N, 3, H, W] float, RGB, normalised with the ImageNet mean and
+//    std, resized (keeping aspect ratio) and padded bottom/right with zeros; H and W multiples
+//    of 2^max_level (fixed canvas) or of the size divisibility (shorter-side mode).
+//    ImageSizes gives the padded size and each image's size before padding.
+//  - ground truth per image: boxes float [M, 4] xyxy in the resized image's pixels, labels
+//    int64 [M] in 1..num_classes-1 (0 is background), masks uint8 [M, h, w] 0/1 at the resized
+//    image's size.
+//  - output (inference): per image boxes float [K, 4] xyxy in the resized image's pixels,
+//    scores [K], labels int64 [K], mask probabilities [K, 1, M, M] at the mask head's
+//    resolution; postprocess.h maps them to the original image (boxes scaled, masks pasted).
+//
+// State_dict keys are torchvision's maskrcnn_resnet50_fpn keys (backbone.*, rpn.head.*,
+// roi_heads.*), so its files load here and ours load in torchvision.
+#pragma once
+
+#include <ATen/core/Generator.h>
+#include <ATen/core/Tensor.h>
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/model/anchor_generator.h"
+#include "engine/model/backbone.h"
+#include "engine/model/roi_heads.h"
+#include "engine/model/rpn.h"
+#include "engine/model/rpn_head.h"
+#include "engine/model/state_dict.h"
+
+namespace mrcnn::model {
+
+struct MaskRCNNOptions {
+  BackboneOptions backbone;
+  AnchorOptions anchors;
+  int64_t rpn_head_conv_depth = 1;
+  RPNOptions rpn;
+  RoIHeadsOptions roi_heads;
+
+  // torchvision's maskrcnn_resnet50_fpn (v1): ResNet-50, FPN levels 2..6, frozen batch norm,
+  // the stem and layer1 frozen (trainable_backbone_layers 3).
+  static MaskRCNNOptions torchvisionResNet50FPN(int64_t num_classes = 91);
+};
+
+struct MaskRCNNTargets {
+  std::vector<at::Tensor> boxes;
+  std::vector<at::Tensor> labels;
+  std::vector<at::Tensor> masks;
+  // For parity with a sample drawn elsewhere (both empty: the samplers draw).
+  std::vector<SampledMasks> rpn_sampled;
+  std::vector<SampledMasks> roi_sampled;
+};
+
+// The five loss components (each unweighted, as torchvision names them) and the weighted
+// total training minimises: objectness + rpn_box * rpn_box_loss_weight + classifier +
+// box_reg * box_loss_weight + mask * mask_loss_weight.
+struct MaskRCNNLosses {
+  at::Tensor rpn_objectness;
+  at::Tensor rpn_box;
+  at::Tensor classifier;
+  at::Tensor box_reg;
+  at::Tensor mask;
+  at::Tensor total;
+};
+
+// What the stages produced, for parity tests and debugging.
+struct MaskRCNNTrace {
+  std::vector<at::Tensor> features;   // FPN levels min_level..max_level
+  std::vector<at::Tensor> proposals;  // per image
+};
+
+class MaskRCNNImpl : public torch::nn::Module {
+ public:
+  // generator: the random source of both samplers (see BalancedPositiveNegativeSampler).
+  explicit MaskRCNNImpl(MaskRCNNOptions options = MaskRCNNOptions::torchvisionResNet50FPN(),
+                        std::optional<at::Generator> generator = std::nullopt);
+
+  // Training (is_training()): the losses of a batch.
+  MaskRCNNLosses losses(const at::Tensor& images, const ImageSizes& sizes,
+                        const MaskRCNNTargets& targets, MaskRCNNTrace* trace = nullptr);
+
+  // Inference (!is_training()): detections per image, in the resized images' pixels.
+  std::vector<Detections> detect(const at::Tensor& images, const ImageSizes& sizes,
+                                 MaskRCNNTrace* trace = nullptr);
+
+  BackboneWithFPN& backbone() { return backbone_; }
+  RegionProposalNetwork& rpn() { return rpn_; }
+  RoIHeads& roiHeads() { return roi_heads_; }
+  const MaskRCNNOptions& options() const { return options_; }
+  int64_t numClasses() const { return options_.roi_heads.num_classes; }
+
+  // Loads a whole Mask R-CNN state_dict with torchvision's key names, old and new (frozen
+  // batch norms are unfolded first; call prepareForInference() again afterwards). Strict by
+  // default: missing and unexpected keys and shape mismatches are errors naming the key and
+  // both shapes.
+  LoadReport loadTorchvisionState(const StateDict& state, LoadOptions options);
+  // The model's weights under torchvision's names: torchvision's load_state_dict accepts
+  // them with no missing or unexpected keys.
+  StateDict torchvisionState() const;
+  // Every (old name, current name) pair torchvision has used, from the model's root.
+  std::vector<std::pair<std::string, std::string>> legacyParameterNames() const;
+
+  // Inference speed: folds the frozen batch norms into their convolutions (undone by
+  // train(true) or by loading weights).
+  void prepareForInference();
+
+ private:
+  MaskRCNNOptions options_;
+  BackboneWithFPN backbone_{nullptr};
+  RegionProposalNetwork rpn_{nullptr};
+  RoIHeads roi_heads_{nullptr};
+};
+TORCH_MODULE(MaskRCNN);
+
+}  // namespace mrcnn::model

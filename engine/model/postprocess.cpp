@@ -1,0 +1,37 @@
+#include "engine/model/postprocess.h"
+
+#include <ATen/ATen.h>
+
+#include "engine/ops/paste_masks.h"
+
+namespace mrcnn::model {
+
+at::Tensor resizeBoxes(const at::Tensor& boxes, std::array<int64_t, 2> from,
+                       std::array<int64_t, 2> to) {
+  // torchvision divides float32 tensors of the sizes: the same rounding here.
+  const float ratio_h = static_cast<float>(to[0]) / static_cast<float>(from[0]);
+  const float ratio_w = static_cast<float>(to[1]) / static_cast<float>(from[1]);
+  const at::Tensor ratios =
+      at::tensor({ratio_w, ratio_h, ratio_w, ratio_h}, boxes.options().dtype(at::kFloat))
+          .to(boxes.dtype());
+  return boxes * ratios;
+}
+
+ImageDetections toOriginalImage(const Detections& detections, std::array<int64_t, 2> resized,
+                                std::array<int64_t, 2> original, double binary_threshold) {
+  ImageDetections out;
+  out.boxes = resizeBoxes(detections.boxes, resized, original);
+  out.scores = detections.scores;
+  out.labels = detections.labels;
+  if (detections.masks.defined()) {
+    if (binary_threshold >= 0) {
+      out.masks = ops::paste_masks_binary(detections.masks, out.boxes, original[0], original[1],
+                                          binary_threshold);
+    } else {
+      out.masks = ops::paste_masks(detections.masks, out.boxes, original[0], original[1]);
+    }
+  }
+  return out;
+}
+
+}  // namespace mrcnn::model

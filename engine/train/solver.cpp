@@ -1,0 +1,218 @@
+#include "engine/train/solver.h"
+
+#include <ATen/ATen.h>
+#include <torch/nn/module.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include "engine/train/loss_scaler.h"
+
+namespace mrcnn::train {
+namespace {
+
+// The decimal the spec's float32 field was written as (0.9, not 0.899999976).
+double decimalOf(float f) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf - 1, f);
+  *r.ptr = '\0';
+  return std::strtod(buf, nullptr);
+}
+
+bool endsWith(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+const std::string kBufferKey = "momentum_buffer.";
+
+}  // namespace
+
+SolverOptions solverOptionsFromSpec(const spec::Experiment& spec) {
+  SolverOptions o;
+  o.momentum = decimalOf(spec.momentum());
+  o.l2_weight_decay = decimalOf(spec.l2_weight_decay());
+  o.l1_weight_decay = decimalOf(spec.l1_weight_decay());
+  o.clip_norm = decimalOf(spec.global_gradient_clip_ratio());
+  o.accumulation_steps = std::max<uint32_t>(1, spec.gradient_accumulation_steps());
+  return o;
+}
+
+Solver::Solver(NamedParameters parameters, SolverOptions options)
+    : parameters_(std::move(parameters)), options_(options) {
+  if (options_.accumulation_steps == 0) options_.accumulation_steps = 1;
+  std::set<std::string> seen;
+  for (const auto& [name, p] : parameters_) {
+    if (!seen.insert(name).second)
+      throw std::invalid_argument("Solver: parameter " + name + " given twice");
+    if (!p.defined()) throw std::invalid_argument("Solver: parameter " + name + " is undefined");
+    decayed_.push_back(isDecayed(name, p));
+    bias_.push_back(endsWith(name, "bias"));
+  }
+  momentum_.resize(parameters_.size());
+}
+
+NamedParameters Solver::trainableParameters(const torch::nn::Module& module) {
+  NamedParameters out;
+  for (const auto& item : module.named_parameters(/*recurse=*/true)) {
+    if (item.value().requires_grad()) out.emplace_back(item.key(), item.value());
+  }
+  return out;
+}
+
+bool Solver::isDecayed(const std::string& name, const at::Tensor& parameter) {
+  return !endsWith(name, "bias") && parameter.dim() >= 2;
+}
+
+StepResult Solver::step(double lr, LossScaler* scaler) {
+  at::NoGradGuard no_grad;
+  StepResult result;
+  std::vector<size_t> index;  // parameters with a gradient this step
+  std::vector<at::Tensor> grads;
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    const at::Tensor& g = parameters_[i].second.grad();
+    if (g.defined()) {
+      index.push_back(i);
+      grads.push_back(g);
+    }
+  }
+  if (grads.empty()) {
+    if (scaler) scaler->update(false);
+    return result;
+  }
+
+  // Unscale: the loss scale and the mean over micro-batches in one multiplication.
+  const double scale = (scaler ? scaler->scale() : 1.0) * options_.accumulation_steps;
+  if (scale != 1.0) at::_foreach_mul_(grads, 1.0 / scale);
+
+  // inf/NaN anywhere: the norm of the norms is not finite.
+  const std::vector<at::Tensor> raw_norms = at::_foreach_norm(grads, 2);
+  const bool finite = at::stack(raw_norms).isfinite().all().item<bool>();
+  if (scaler) scaler->update(!finite);
+  if (!finite) {
+    result.finite = false;
+    zeroGrad();
+    return result;
+  }
+
+  // TAO's regularisation (part of its loss, hence of the clipped gradient) and bias scale.
+  // grad.add_(param, alpha) is the same single kernel torch.optim.SGD uses for weight_decay.
+  const double l1_term = options_.l1_weight_decay / 2.0;
+  for (size_t k = 0; k < index.size(); ++k) {
+    const size_t i = index[k];
+    at::Tensor& g = grads[k];
+    const at::Tensor& p = parameters_[i].second;
+    if (decayed_[i]) {
+      if (options_.l2_weight_decay != 0) g.add_(p, options_.l2_weight_decay);
+      if (l1_term != 0) g.add_(p.sign(), l1_term);
+    }
+    if (bias_[i] && options_.bias_gradient_scale != 1.0) g.mul_(options_.bias_gradient_scale);
+  }
+
+  // As torch.nn.utils.clip_grad_norm_: the 2-norm of the per-tensor 2-norms, coefficient
+  // max_norm / (norm + 1e-6) clamped to 1, applied even when 1 (a multiplication by 1 is exact).
+  const at::Tensor total = at::linalg_vector_norm(at::stack(at::_foreach_norm(grads, 2)), 2);
+  result.grad_norm = total.item<double>();
+  if (options_.clip_norm > 0) {
+    const at::Tensor coef = (total + 1e-6).reciprocal() * options_.clip_norm;
+    const at::Tensor clamped = at::clamp_max(coef, 1.0);
+    result.clipped = clamped.item<double>() < 1.0;
+    at::_foreach_mul_(grads, clamped);
+  }
+
+  // torch.optim.SGD's update (dampening 0, no Nesterov).
+  for (size_t k = 0; k < index.size(); ++k) {
+    const size_t i = index[k];
+    at::Tensor& p = parameters_[i].second;
+    at::Tensor d = grads[k];
+    if (options_.momentum != 0) {
+      at::Tensor& buf = momentum_[i];
+      if (!buf.defined()) {
+        buf = d.clone().detach();
+      } else {
+        buf.mul_(options_.momentum).add_(d);
+      }
+      d = buf;
+    }
+    p.add_(d, -lr);
+  }
+  zeroGrad();
+  ++steps_taken_;
+  result.applied = true;
+  return result;
+}
+
+void Solver::zeroGrad() {
+  for (auto& [name, p] : parameters_) {
+    if (p.grad().defined()) p.mutable_grad() = at::Tensor();
+  }
+}
+
+model::StateDict Solver::stateDict(const std::string& prefix) const {
+  model::StateDict out;
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    if (momentum_[i].defined())
+      out.emplace_back(prefix + kBufferKey + parameters_[i].first, momentum_[i].detach());
+  }
+  out.emplace_back(prefix + "steps_taken",
+                   at::scalar_tensor(static_cast<int64_t>(steps_taken_), at::kLong));
+  return out;
+}
+
+void Solver::loadStateDict(const model::StateDict& state, const std::string& prefix,
+                           const std::string& source) {
+  std::map<std::string, size_t> by_name;
+  for (size_t i = 0; i < parameters_.size(); ++i)
+    by_name.emplace(parameters_[i].first, i);
+  std::vector<at::Tensor> buffers(parameters_.size());
+  std::vector<std::string> problems;
+  uint64_t steps = 0;
+  bool have_steps = false;
+  for (const auto& [key, t] : state) {
+    if (key.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string rest = key.substr(prefix.size());
+    if (rest == "steps_taken") {
+      if (t.numel() != 1 || t.item<int64_t>() < 0) {
+        problems.push_back(key + ": must be a non-negative scalar");
+      } else {
+        steps = static_cast<uint64_t>(t.item<int64_t>());
+        have_steps = true;
+      }
+      continue;
+    }
+    if (rest.compare(0, kBufferKey.size(), kBufferKey) != 0) {
+      problems.push_back(key + ": not optimizer state");
+      continue;
+    }
+    const std::string name = rest.substr(kBufferKey.size());
+    const auto it = by_name.find(name);
+    if (it == by_name.end()) {
+      problems.push_back(key + ": the model has no trainable parameter " + name);
+      continue;
+    }
+    const at::Tensor& p = parameters_[it->second].second;
+    if (t.sizes() != p.sizes() || t.scalar_type() != p.scalar_type()) {
+      problems.push_back(key + ": shape " + c10::str(t.sizes()) + " " +
+                         std::string(c10::toString(t.scalar_type())) + ", the parameter has " +
+                         c10::str(p.sizes()) + " " + std::string(c10::toString(p.scalar_type())));
+      continue;
+    }
+    buffers[it->second] = t.to(p.device()).clone();
+  }
+  if (!have_steps && problems.empty()) problems.push_back(prefix + "steps_taken: missing");
+  if (!problems.empty()) {
+    std::string message = source + ": the optimizer state does not fit the model:";
+    for (const auto& p : problems)
+      message += "\n  " + p;
+    throw model::StateDictError(message);
+  }
+  momentum_ = std::move(buffers);
+  steps_taken_ = steps;
+}
+
+}  // namespace mrcnn::train

@@ -1,0 +1,52 @@
+// Evaluation of a model on the validation set, in memory: the spec's eval_samples first
+// images through the evaluation loader, detections mapped back to the original images and
+// scored with the COCO evaluation (engine/eval), bbox and segm.
+#pragma once
+
+#include <c10/core/Device.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dataset/coco/coco.h"
+#include "dataset/loader/loader.h"
+#include "engine/eval/evaluator.h"
+#include "engine/model/mask_rcnn.h"
+
+namespace mrcnn::engine {
+
+struct ValidationResult {
+  eval::EvaluationReport report;
+  uint64_t images = 0;
+  double seconds = 0;
+  std::vector<dataset::LoaderWarning> warnings;
+};
+
+class Validator {
+ public:
+  // `ground_truth`: the validation json; `source` its samples; `options` the evaluation
+  // loader's (training false).
+  Validator(std::shared_ptr<const dataset::CocoDataset> ground_truth,
+            std::shared_ptr<const dataset::SampleSource> source, dataset::LoaderOptions options,
+            bool with_masks, bool labels_are_ids = false);
+
+  // Runs the model (switched to evaluation mode and back to its previous mode).
+  ValidationResult run(model::MaskRCNNImpl& model, const c10::Device& device) const;
+
+  const dataset::CocoDataset& groundTruth() const { return *ground_truth_; }
+  // Category ids by label (index 0 unused): the source's contiguous numbering, or the labels
+  // themselves when they are category ids (torchvision's COCO models).
+  const std::vector<int64_t>& categoryIds() const { return category_ids_; }
+
+ private:
+  std::shared_ptr<const dataset::CocoDataset> ground_truth_;
+  std::shared_ptr<const dataset::SampleSource> source_;
+  dataset::LoaderOptions options_;
+  bool with_masks_;
+  std::vector<int64_t> category_ids_;
+  std::unique_ptr<eval::CocoEvaluator> evaluator_;
+};
+
+}  // namespace mrcnn::engine

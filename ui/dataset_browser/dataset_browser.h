@@ -1,0 +1,90 @@
+// The dataset browser: a COCO json and its image folder as a thumbnail grid (filtered by
+// category, image id or file name) beside an image view with the ground truth drawn over it
+// (masks in per-category colours, boxes, labels, crowd regions hatched; each layer toggled,
+// masks' opacity adjustable). The json is read, thumbnails and the selected image decoded, and
+// its masks rasterised in worker threads: the window stays live while a large dataset opens.
+#pragma once
+
+#include <QThreadPool>
+#include <QWidget>
+#include <cstdint>
+#include <memory>
+
+#include "ui/common/overlay.h"
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QListView;
+
+namespace mrcnn::ui {
+
+struct BrowsedDataset;
+class ImageListModel;
+class ImageView;
+class LayerControls;
+class ThumbnailCache;
+
+class DatasetBrowser : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit DatasetBrowser(QWidget* parent = nullptr);
+  ~DatasetBrowser() override;
+
+  // The dataset shown, null until one has loaded.
+  std::shared_ptr<const BrowsedDataset> dataset() const;
+  bool isLoading() const { return loading_ > 0; }
+
+  // Narrow the grid: a category id (-1: all) and an id or file-name text.
+  void setCategoryFilter(int64_t category_id);
+  void setTextFilter(const QString& text);
+  // Shows an image by id (selects it in the grid when the filter lets it through).
+  bool selectImage(int64_t image_id);
+  int64_t currentImageId() const { return current_image_id_; }
+
+  ImageListModel* model() const { return model_; }
+  QListView* grid() const { return grid_; }
+  ImageView* imageView() const { return view_; }
+  LayerControls* layerControls() const { return layers_; }
+  QString statusText() const;
+
+ public slots:
+  void openDataset(const QString& annotationsJson, const QString& imageDir);
+  // The spec's dataset of a split ("train" or "val"): its json and image folder, or the
+  // shapes dataset's files. False, with the reason on the status line and in datasetLoaded,
+  // when the spec has errors or names no such files (the shapes dataset appears after the
+  // first training run generates it).
+  bool openSpecDataset(const QString& specPath, const QString& split = QStringLiteral("val"));
+  // Asks for a json and an image folder with file dialogs.
+  void chooseDataset();
+
+ signals:
+  // After openDataset: ok false with the reader's message when the json cannot be used.
+  void datasetLoaded(bool ok, const QString& message);
+  // The image and its overlays are on screen.
+  void imageShown(qint64 image_id);
+
+ private:
+  void datasetReady(std::shared_ptr<const BrowsedDataset> dataset, const QString& error);
+  void fillCategories();
+  void applyFilter();
+  void showRow(int row);
+
+  QThreadPool pool_;  // the json and the selected image; thumbnails have their own
+  ThumbnailCache* thumbnails_;
+  ImageListModel* model_;
+  QComboBox* category_;
+  QLineEdit* search_;
+  QListView* grid_;
+  QLabel* count_;
+  QLabel* status_;
+  ImageView* view_;
+  LayerControls* layers_;
+  int loading_ = 0;
+  uint64_t open_generation_ = 0;   // a later openDataset wins over an earlier one
+  uint64_t image_generation_ = 0;  // the last selected image wins
+  int64_t current_image_id_ = -1;
+};
+
+}  // namespace mrcnn::ui

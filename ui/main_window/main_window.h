@@ -1,0 +1,84 @@
+// The workbench window: a thin assembly of the views (Experiments, Runs, Dataset,
+// Predictions, Warnings) as tabs, the docks (problems of the spec, recent items), the menus
+// and shortcuts, and the window's state kept across sessions in QSettings. Each view is a
+// class of its own; this file only wires them together.
+#pragma once
+
+#include <QMainWindow>
+
+class QAction;
+class QDockWidget;
+class QMenu;
+class QTabWidget;
+
+namespace mrcnn::ui {
+
+class DatasetBrowser;
+class PredictionView;
+class ProblemsView;
+class RecentItems;
+class RecentPanel;
+class RunsView;
+class SpecEditor;
+class WarningReview;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+
+ public:
+  enum class View { Experiments, Runs, Dataset, Predictions, Warnings };
+  static constexpr int kViewCount = 5;
+
+  explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  // Opens a spec in the Experiments view (asking about unsaved changes first when
+  // `interactive`); a failure is shown in a message box when interactive, else returned.
+  bool openSpec(const QString& path, bool interactive = true, QString* error = nullptr);
+
+  SpecEditor* specEditor() const { return spec_editor_; }
+  RecentItems* recentItems() const { return recent_; }
+  // The widget of a view.
+  QWidget* view(View which) const { return views_[static_cast<int>(which)]; }
+  void showView(View which);
+  View currentView() const;
+  QDockWidget* problemsDock() const { return problems_dock_; }
+  QDockWidget* recentDock() const { return recent_dock_; }
+
+  // Saves the geometry, the dock layout, the current view and the editor's split.
+  void saveWindowState() const;
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+
+ private:
+  void addView(View which, QWidget* widget, const QString& title);
+  // The Runs, Dataset, Predictions and Warnings views, and their wiring to the spec editor
+  // and the recent lists.
+  void addOtherViews();
+  void createDocks();
+  void createActions();
+  void restoreWindowState();
+  void updateTitle();
+  void fillRecentMenu();
+  void openRecent(int kind, const QString& path);
+  void showAbout();
+
+  SpecEditor* spec_editor_;
+  RunsView* runs_ = nullptr;
+  DatasetBrowser* datasets_ = nullptr;
+  PredictionView* predictions_ = nullptr;
+  WarningReview* warnings_ = nullptr;
+  RecentItems* recent_;
+  QTabWidget* tabs_;
+  QWidget* views_[kViewCount] = {};
+  ProblemsView* problems_ = nullptr;
+  RecentPanel* recent_panel_ = nullptr;
+  QDockWidget* problems_dock_ = nullptr;
+  QDockWidget* recent_dock_ = nullptr;
+  QMenu* recent_menu_ = nullptr;
+  QMenu* view_menu_ = nullptr;
+  QAction* view_actions_[kViewCount] = {};
+};
+
+}  // namespace mrcnn::ui

@@ -1,0 +1,458 @@
+#include "ui/predictions/prediction_view.h"
+
+#include <QComboBox>
+#include <QDateTime>
+#include <QDir>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QImageReader>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSlider>
+#include <QSplitter>
+#include <QStandardPaths>
+#include <QVBoxLayout>
+
+#include "dataset/coco/coco.h"
+#include "ui/common/background.h"
+#include "ui/common/coco_overlay.h"
+#include "ui/common/image_view.h"
+#include "ui/common/layer_controls.h"
+#include "ui/predictions/inference_runner.h"
+
+namespace mrcnn::ui {
+
+namespace {
+
+struct LoadedResults {
+  std::shared_ptr<const PredictionSet> predictions;
+  std::shared_ptr<const dataset::CocoDataset> truth;
+  QString error;
+  QString truth_error;
+};
+
+struct LoadedImage {
+  QImage image;
+  QString error;
+  std::vector<OverlayInstance> predictions;
+  std::vector<OverlayInstance> truth;
+  bool has_truth = false;
+};
+
+// A row with a line edit and a "…" button that asks for a file.
+QWidget* fileRow(QWidget* parent, QLineEdit* edit, const QString& title, const QString& filter) {
+  auto* row = new QWidget(parent);
+  auto* layout = new QHBoxLayout(row);
+  layout->setContentsMargins(0, 0, 0, 0);
+  auto* browse = new QPushButton(QStringLiteral("…"), row);
+  browse->setFixedWidth(browse->fontMetrics().horizontalAdvance(QStringLiteral("…")) + 24);
+  browse->setToolTip(title);
+  QObject::connect(browse, &QPushButton::clicked, edit, [edit, title, filter] {
+    const QString path = QFileDialog::getOpenFileName(edit, title, edit->text(), filter);
+    if (!path.isEmpty()) edit->setText(path);
+  });
+  layout->addWidget(edit, 1);
+  layout->addWidget(browse);
+  return row;
+}
+
+}  // namespace
+
+PredictionView::PredictionView(QWidget* parent) : QWidget(parent) {
+  pool_.setMaxThreadCount(1);
+  runner_ = new InferenceRunner(this);
+  spec_ = new QLineEdit(this);
+  spec_->setPlaceholderText(tr("Experiment spec (.txt)"));
+  checkpoint_ = new QLineEdit(this);
+  checkpoint_->setPlaceholderText(tr("Checkpoint (.pt); empty: the run's best"));
+  run_image_ = new QPushButton(tr("Run on &image"), this);
+  run_image_->setToolTip(tr("Run inference on the image shown (or pick one)"));
+  run_folder_ = new QPushButton(tr("Run on &folder…"), this);
+  stop_ = new QPushButton(tr("Stop"), this);
+  stop_->setEnabled(false);
+  connect(run_image_, &QPushButton::clicked, this, &PredictionView::runOnCurrentImage);
+  connect(run_folder_, &QPushButton::clicked, this, [this] { runOnFolder(); });
+  connect(stop_, &QPushButton::clicked, runner_, &InferenceRunner::stop);
+
+  auto* open_results = new QPushButton(tr("Open results…"), this);
+  connect(open_results, &QPushButton::clicked, this, [this] {
+    const QString json = QFileDialog::getOpenFileName(this, tr("COCO results file"), QString(),
+                                                      tr("Results (*.json)"));
+    if (json.isEmpty()) return;
+    const QString dir =
+        QFileDialog::getExistingDirectory(this, tr("Image folder"), QFileInfo(json).absolutePath());
+    if (!dir.isEmpty()) showResults(json, dir, annotations_);
+  });
+
+  auto* form = new QFormLayout;
+  form->addRow(tr("Spec"), fileRow(this, spec_, tr("Experiment spec"),
+                                   tr("Specs (*.txt *.prototxt);;All files (*)")));
+  form->addRow(tr("Checkpoint"), fileRow(this, checkpoint_, tr("Checkpoint"),
+                                         tr("Checkpoints (*.pt *.pth);;All files (*)")));
+  auto* buttons = new QHBoxLayout;
+  buttons->addWidget(run_image_);
+  buttons->addWidget(run_folder_);
+  buttons->addWidget(stop_);
+  buttons->addStretch(1);
+  buttons->addWidget(open_results);
+
+  images_ = new QListWidget(this);
+  images_->setMinimumWidth(180);
+  connect(images_, &QListWidget::currentRowChanged, this, [this](int row) {
+    if (row >= 0 && row != current_) selectImage(row);
+  });
+
+  mode_box_ = new QComboBox(this);
+  mode_box_->addItem(tr("Predictions"));
+  mode_box_->addItem(tr("Ground truth"));
+  mode_box_->addItem(tr("Side by side"));
+  connect(mode_box_, &QComboBox::currentIndexChanged, this,
+          [this](int i) { setMode(static_cast<Mode>(i)); });
+  threshold_ = new QSlider(Qt::Horizontal, this);
+  threshold_->setRange(0, 100);
+  threshold_->setValue(50);
+  threshold_->setMaximumWidth(180);
+  threshold_->setToolTip(tr("Hide detections scoring below this"));
+  threshold_label_ = new QLabel(this);
+  threshold_label_->setMinimumWidth(threshold_label_->fontMetrics().horizontalAdvance("≥ 0.00  "));
+  connect(threshold_, &QSlider::valueChanged, this, [this] {
+    threshold_label_->setText(QStringLiteral("≥ %1").arg(scoreThreshold(), 0, 'f', 2));
+    refreshViews();
+    updateImageList();
+  });
+  threshold_label_->setText(QStringLiteral("≥ %1").arg(scoreThreshold(), 0, 'f', 2));
+  layers_ = new LayerControls(this);
+
+  prediction_view_ = new ImageView(this);
+  truth_view_ = new ImageView(this);
+  truth_view_->hide();
+  connect(layers_, &LayerControls::layersChanged, prediction_view_, &ImageView::setLayers);
+  connect(layers_, &LayerControls::layersChanged, truth_view_, &ImageView::setLayers);
+  prediction_view_->setLayers(layers_->layers());
+  truth_view_->setLayers(layers_->layers());
+
+  auto* controls = new QHBoxLayout;
+  controls->addWidget(new QLabel(tr("Show"), this));
+  controls->addWidget(mode_box_);
+  controls->addSpacing(12);
+  controls->addWidget(new QLabel(tr("Score"), this));
+  controls->addWidget(threshold_);
+  controls->addWidget(threshold_label_);
+  controls->addSpacing(12);
+  controls->addWidget(layers_, 1);
+
+  auto* views = new QHBoxLayout;
+  views->addWidget(truth_view_, 1);
+  views->addWidget(prediction_view_, 1);
+  auto* right = new QWidget(this);
+  auto* right_layout = new QVBoxLayout(right);
+  right_layout->setContentsMargins(0, 0, 0, 0);
+  right_layout->addLayout(controls);
+  right_layout->addLayout(views, 1);
+
+  log_ = new QPlainTextEdit(this);
+  log_->setReadOnly(true);
+  log_->setMaximumBlockCount(2000);
+  log_->setMaximumHeight(90);
+  log_->setPlaceholderText(tr("Engine output"));
+  connect(runner_, &InferenceRunner::output, log_, &QPlainTextEdit::appendPlainText);
+  connect(runner_, &InferenceRunner::finished, this, [this](bool ok, const QString& message) {
+    run_image_->setEnabled(true);
+    run_folder_->setEnabled(true);
+    stop_->setEnabled(false);
+    const InferenceRequest& r = runner_->request();
+    if (!ok) {
+      status_->setText(tr("Inference failed: %1").arg(message));
+    } else {
+      const QFileInfo images(r.images);
+      showResults(QDir(r.out).filePath(QStringLiteral("results.json")),
+                  images.isDir() ? images.absoluteFilePath() : images.absolutePath(), annotations_);
+    }
+    emit inferenceFinished(ok, message);
+  });
+
+  status_ = new QLabel(
+      tr("Choose a spec and a checkpoint and run inference, or open a results file."), this);
+  status_->setWordWrap(true);
+  status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+  auto* splitter = new QSplitter(this);
+  splitter->addWidget(images_);
+  splitter->addWidget(right);
+  splitter->setStretchFactor(1, 1);
+  auto* layout = new QVBoxLayout(this);
+  layout->addLayout(form);
+  layout->addLayout(buttons);
+  layout->addWidget(splitter, 1);
+  layout->addWidget(log_);
+  layout->addWidget(status_);
+}
+
+PredictionView::~PredictionView() {
+  waitForBackground(pool_);
+}
+
+QString PredictionView::spec() const {
+  return spec_->text();
+}
+QString PredictionView::checkpoint() const {
+  return checkpoint_->text();
+}
+void PredictionView::setSpec(const QString& path) {
+  spec_->setText(path);
+}
+void PredictionView::setCheckpoint(const QString& path) {
+  checkpoint_->setText(path);
+}
+QString PredictionView::statusText() const {
+  return status_->text();
+}
+
+double PredictionView::scoreThreshold() const {
+  return threshold_->value() / 100.0;
+}
+
+void PredictionView::setScoreThreshold(double threshold) {
+  threshold_->setValue(static_cast<int>(threshold * 100 + 0.5));
+}
+
+void PredictionView::setMode(Mode mode) {
+  mode_ = mode;
+  if (mode_box_->currentIndex() != static_cast<int>(mode)) {
+    const QSignalBlocker block(mode_box_);
+    mode_box_->setCurrentIndex(static_cast<int>(mode));
+  }
+  // Predictions and ground truth toggle in one view; side by side uses both.
+  truth_view_->setVisible(mode == Mode::SideBySide);
+  refreshViews();
+}
+
+QString PredictionView::currentImagePath() const {
+  if (predictions_ && current_ >= 0)
+    return imageFilePath(predictions_->images[static_cast<size_t>(current_)]);
+  return last_image_file_;
+}
+
+QString PredictionView::imageFilePath(const PredictedImage& image) const {
+  QString name = image.file_name;
+  if (name.isEmpty() && truth_) {
+    if (const auto index = truth_->imageIndex(image.image_id)) {
+      const auto& f = truth_->images()[*index].file_name;
+      name = QString::fromUtf8(f.data(), static_cast<qsizetype>(f.size()));
+    }
+  }
+  const QDir dir(image_dir_);
+  const QString path = dir.filePath(name);
+  if (QFileInfo::exists(path) || name.isEmpty()) return path;
+  return dir.filePath(QFileInfo(name).fileName());
+}
+
+void PredictionView::runOnCurrentImage() {
+  QString image = currentImagePath();
+  if (image.isEmpty() || !QFileInfo::exists(image)) {
+    image = QFileDialog::getOpenFileName(this, tr("Image"), QString(),
+                                         tr("Images (*.jpg *.jpeg *.png *.bmp)"));
+    if (image.isEmpty()) return;
+  }
+  last_image_file_ = image;
+  runInference(image);
+}
+
+void PredictionView::runOnFolder(const QString& folder) {
+  const QString dir =
+      folder.isEmpty() ? QFileDialog::getExistingDirectory(this, tr("Image folder")) : folder;
+  if (!dir.isEmpty()) runInference(dir);
+}
+
+void PredictionView::runInference(const QString& images) {
+  InferenceRequest request;
+  request.spec = spec();
+  request.checkpoint = checkpoint();
+  request.images = images;
+  request.out =
+      QDir(QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation))
+          .filePath(QStringLiteral("inference/") +
+                    QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss-zzz")));
+  QString error;
+  if (!runner_->start(request, &error)) {
+    status_->setText(tr("Cannot run inference: %1").arg(error));
+    emit inferenceFinished(false, error);
+    return;
+  }
+  log_->clear();
+  run_image_->setEnabled(false);
+  run_folder_->setEnabled(false);
+  stop_->setEnabled(true);
+  status_->setText(tr("Running inference on %1 → %2").arg(images, request.out));
+}
+
+void PredictionView::showResults(const QString& resultsJson, const QString& imageDir,
+                                 const QString& annotations) {
+  const uint64_t generation = ++load_generation_;
+  status_->setText(tr("Loading %1…").arg(resultsJson));
+  runInBackground(
+      pool_, this,
+      [resultsJson, annotations] {
+        LoadedResults out;
+        try {
+          out.predictions = std::make_shared<const PredictionSet>(readPredictions(resultsJson));
+        } catch (const std::exception& e) {
+          out.error = QString::fromUtf8(e.what());
+          return out;
+        }
+        if (!annotations.isEmpty()) {
+          try {
+            dataset::CocoLoadOptions options;
+            options.threads = 1;
+            out.truth = std::make_shared<const dataset::CocoDataset>(
+                dataset::loadCoco(annotations.toStdString(), options));
+          } catch (const std::exception& e) {
+            out.truth_error = QString::fromUtf8(e.what());
+          }
+        }
+        return out;
+      },
+      [this, generation, imageDir, annotations](LoadedResults loaded) {
+        if (generation != load_generation_) return;
+        if (!loaded.predictions) {
+          status_->setText(tr("Cannot read the results: %1").arg(loaded.error));
+          emit resultsLoaded(false, loaded.error);
+          return;
+        }
+        predictions_ = std::move(loaded.predictions);
+        truth_ = std::move(loaded.truth);
+        image_dir_ = imageDir;
+        annotations_ = annotations;
+        current_ = -1;
+        updateImageList();
+        QString text =
+            tr("%1: %n detection(s)", nullptr, static_cast<int>(predictions_->count))
+                .arg(QDir::toNativeSeparators(predictions_->path)) +
+            tr(" on %n image(s)", nullptr, static_cast<int>(predictions_->images.size()));
+        if (!loaded.truth_error.isEmpty())
+          text += tr("; no ground truth: %1").arg(loaded.truth_error);
+        status_->setText(text);
+        if (!predictions_->images.empty()) selectImage(0);
+        emit resultsLoaded(true, QString());
+      });
+}
+
+void PredictionView::updateImageList() {
+  if (!predictions_) return;
+  const QSignalBlocker block(images_);
+  const double t = scoreThreshold();
+  const bool fill = images_->count() != static_cast<int>(predictions_->images.size());
+  if (fill) images_->clear();
+  for (size_t i = 0; i < predictions_->images.size(); ++i) {
+    const PredictedImage& image = predictions_->images[i];
+    size_t shown = 0;
+    for (const Prediction& p : image.predictions)
+      shown += p.score >= t;
+    const QString name =
+        image.file_name.isEmpty() ? tr("image %1").arg(image.image_id) : image.file_name;
+    const QString text =
+        QStringLiteral("%1  (%2/%3)").arg(name).arg(shown).arg(image.predictions.size());
+    if (fill)
+      images_->addItem(text);
+    else
+      images_->item(static_cast<int>(i))->setText(text);
+  }
+  images_->setCurrentRow(current_);
+}
+
+void PredictionView::selectImage(int index) {
+  if (!predictions_ || index < 0 || index >= static_cast<int>(predictions_->images.size())) return;
+  current_ = index;
+  {
+    const QSignalBlocker block(images_);
+    images_->setCurrentRow(index);
+  }
+  const uint64_t generation = ++image_generation_;
+  const auto predictions = predictions_;
+  const auto truth = truth_;
+  const QString path = imageFilePath(predictions_->images[static_cast<size_t>(index)]);
+  runInBackground(
+      pool_, this,
+      [predictions, truth, index, path] {
+        LoadedImage out;
+        const PredictedImage& image = predictions->images[static_cast<size_t>(index)];
+        QImageReader reader(path);
+        reader.setAutoTransform(true);
+        out.image = reader.read();
+        out.predictions = predictionInstances(image, predictions->category_names);
+        if (truth) {
+          // The engine's file names first (its ids number the images it was given), then ids.
+          std::optional<uint32_t> found;
+          const QString base = QFileInfo(image.file_name).fileName();
+          if (!base.isEmpty()) {
+            const auto images = truth->images();
+            for (uint32_t i = 0; i < images.size() && !found; ++i) {
+              const auto& f = images[i].file_name;
+              if (QFileInfo(QString::fromUtf8(f.data(), static_cast<qsizetype>(f.size())))
+                      .fileName() == base)
+                found = i;
+            }
+          } else {
+            found = truth->imageIndex(image.image_id);
+          }
+          if (found) {
+            out.truth = groundTruthInstances(*truth, *found);
+            out.has_truth = true;
+          }
+        }
+        if (out.image.isNull()) {
+          out.error = reader.errorString();
+          // Blank canvas the size of the masks, so the overlays still show.
+          QSize size(640, 480);
+          for (const Prediction& p : image.predictions)
+            if (p.mask) size = QSize(static_cast<int>(p.mask->w), static_cast<int>(p.mask->h));
+          out.image = QImage(size, QImage::Format_RGB32);
+          out.image.fill(QColor(96, 96, 96));
+        }
+        return out;
+      },
+      [this, generation, index, path](LoadedImage loaded) {
+        if (generation != image_generation_) return;
+        all_predictions_ = std::move(loaded.predictions);
+        prediction_view_->setImage(loaded.image);
+        truth_view_->setImage(loaded.image);
+        truth_view_->setInstances(std::move(loaded.truth));
+        QString caption = QFileInfo(path).fileName();
+        if (!loaded.error.isEmpty())
+          caption += tr(" — cannot read the image: %1").arg(loaded.error);
+        truth_view_->setCaption(loaded.has_truth ? tr("Ground truth — %1").arg(caption)
+                                                 : tr("No ground truth for %1").arg(caption));
+        file_caption_ = caption;
+        refreshViews();
+        emit imageShown(index);
+      });
+}
+
+void PredictionView::refreshViews() {
+  const QString& caption = file_caption_;
+  if (mode_ == Mode::GroundTruth) {
+    // The one view shows what the truth view holds.
+    prediction_view_->setInstances(truth_view_->instances());
+    prediction_view_->setCaption(
+        truth_view_->instances().empty() && !truth_
+            ? tr("No ground truth: open the results with an annotation file")
+            : tr("Ground truth — %1").arg(caption));
+    return;
+  }
+  std::vector<OverlayInstance> shown = aboveThreshold(all_predictions_, scoreThreshold());
+  const size_t n = shown.size();
+  prediction_view_->setInstances(std::move(shown));
+  if (!caption.isEmpty())
+    prediction_view_->setCaption(tr("Predictions — %1 — %2 of %3 at score ≥ %4")
+                                     .arg(caption)
+                                     .arg(n)
+                                     .arg(all_predictions_.size())
+                                     .arg(scoreThreshold(), 0, 'f', 2));
+}
+
+}  // namespace mrcnn::ui

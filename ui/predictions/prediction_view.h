@@ -1,0 +1,115 @@
+// The prediction view: pick a spec and a checkpoint, run inference through the engine on the
+// current image or a folder, and look at OUT/results.json: predicted masks, boxes, labels and
+// scores drawn over each image, hidden below a score threshold (a slider), with the ground
+// truth shown instead of, or beside, the predictions when an annotation file is given.
+#pragma once
+
+#include <QThreadPool>
+#include <QWidget>
+#include <memory>
+#include <vector>
+
+#include "ui/common/overlay.h"
+#include "ui/predictions/prediction_results.h"
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QListWidget;
+class QPlainTextEdit;
+class QPushButton;
+class QSlider;
+
+namespace mrcnn::dataset {
+class CocoDataset;
+}
+
+namespace mrcnn::ui {
+
+class ImageView;
+class InferenceRunner;
+class LayerControls;
+
+class PredictionView : public QWidget {
+  Q_OBJECT
+
+ public:
+  enum class Mode { Predictions, GroundTruth, SideBySide };
+
+  explicit PredictionView(QWidget* parent = nullptr);
+  ~PredictionView() override;
+
+  QString spec() const;
+  QString checkpoint() const;
+  // The image the "current image" run uses: the one shown, else the last chosen file.
+  QString currentImagePath() const;
+
+  double scoreThreshold() const;
+  void setScoreThreshold(double threshold);  // 0..1, moves the slider
+  Mode mode() const { return mode_; }
+  void setMode(Mode mode);
+
+  // The loaded results, null before showResults.
+  const PredictionSet* predictions() const { return predictions_.get(); }
+  int currentImage() const { return current_; }
+  void selectImage(int index);  // index into predictions()->images
+
+  ImageView* predictionImageView() const { return prediction_view_; }
+  ImageView* groundTruthImageView() const { return truth_view_; }
+  QSlider* thresholdSlider() const { return threshold_; }
+  QString statusText() const;
+
+ public slots:
+  void setSpec(const QString& path);
+  void setCheckpoint(const QString& path);
+  // Loads a results file (reading and mask decoding off the UI thread); `imageDir` is the
+  // path file names are relative to (the --images folder); `annotations`, when given, is the
+  // ground truth to show beside (images matched by file name, else by id).
+  void showResults(const QString& resultsJson, const QString& imageDir,
+                   const QString& annotations = QString());
+  void runOnCurrentImage();
+  void runOnFolder(const QString& folder = QString());  // empty: asks for one
+
+ signals:
+  void resultsLoaded(bool ok, const QString& message);
+  void imageShown(int index);
+  void inferenceFinished(bool ok, const QString& message);
+
+ private:
+  void runInference(const QString& images);
+  void refreshViews();
+  void updateImageList();
+  QString imageFilePath(const PredictedImage& image) const;
+
+  QThreadPool pool_;
+  InferenceRunner* runner_;
+  QLineEdit* spec_;
+  QLineEdit* checkpoint_;
+  QPushButton* run_image_;
+  QPushButton* run_folder_;
+  QPushButton* stop_;
+  QListWidget* images_;
+  QComboBox* mode_box_;
+  QSlider* threshold_;
+  QLabel* threshold_label_;
+  LayerControls* layers_;
+  ImageView* prediction_view_;
+  ImageView* truth_view_;
+  QLabel* status_;
+  QPlainTextEdit* log_;
+
+  std::shared_ptr<const PredictionSet> predictions_;
+  std::shared_ptr<const dataset::CocoDataset> truth_;
+  QString image_dir_;
+  QString annotations_;
+  QString last_image_file_;
+  QString file_caption_;  // the shown image's file name, and why it could not be read
+  int current_ = -1;
+  Mode mode_ = Mode::Predictions;
+  uint64_t load_generation_ = 0;
+  uint64_t image_generation_ = 0;
+  // The current image's detections, all of them; the threshold filters without decoding.
+  std::vector<OverlayInstance> all_predictions_;
+};
+
+}  // namespace mrcnn::ui

@@ -1,0 +1,75 @@
+// One mrcnn-engine child process feeding a RunModel: the GUI never trains in its own process,
+// so an engine that crashes or runs out of memory leaves the window and the run directory
+// intact. Stdout is read line by line as events; stderr (and stdout that is not an event) goes
+// to the run's log. Stop asks for a graceful stop (SIGINT: the engine finishes its step,
+// writes a checkpoint and says `done stopped`); a second Stop kills it.
+#pragma once
+
+#include <QByteArray>
+#include <QObject>
+#include <QProcess>
+#include <QString>
+#include <QStringList>
+
+namespace mrcnn::ui {
+
+class RunModel;
+
+class EngineProcess : public QObject {
+  Q_OBJECT
+
+ public:
+  struct Options {
+    QString spec_path;
+    QString task = QStringLiteral("train");
+    QString run_dir;
+    QStringList overrides;  // "path.to.field=value", each passed as --set
+  };
+
+  // `model` is not owned and must outlive the process object.
+  EngineProcess(RunModel* model, QObject* parent = nullptr);
+  ~EngineProcess() override;
+
+  // The engine binary: $MRCNN_ENGINE, else mrcnn-engine beside this executable.
+  static QString enginePath();
+  static QStringList arguments(const Options& options);
+
+  // Starts the engine; false when it is already running. Start failures are reported through
+  // the model (status Crashed with the reason) and finished().
+  bool start(const Options& options);
+  // `--task train` again on the same run directory: the engine resumes from its last checkpoint.
+  bool resume();
+  // First call: SIGINT (graceful). Second call while it still runs: SIGKILL.
+  void stop();
+
+  bool isRunning() const { return process_.state() != QProcess::NotRunning; }
+  const Options& options() const { return options_; }
+  qint64 processId() const { return process_.processId(); }
+  int stopRequests() const { return stop_requests_; }
+
+  // The bytes of stdout as they arrive; lines are applied as they complete. Public so that
+  // events from another source (a test, a file being followed) go the same way.
+  void feedStdout(const QByteArray& bytes);
+
+ signals:
+  // Events or log lines were added to the model (emitted per chunk read, not per line).
+  void modelChanged();
+  // Lines of stdout that were not events, with why.
+  void warning(const QString& message);
+  void finished();
+
+ private:
+  void feedStderr(const QByteArray& bytes);
+  void onFinished(int exit_code, QProcess::ExitStatus status);
+  void onError(QProcess::ProcessError error);
+  void flushPartialLines();
+
+  RunModel* model_;
+  QProcess process_;
+  Options options_;
+  QByteArray stdout_buffer_, stderr_buffer_;
+  int stop_requests_ = 0;
+  bool finish_reported_ = false;
+};
+
+}  // namespace mrcnn::ui

@@ -1,0 +1,643 @@
+#include "ui/run_monitor/runs_view.h"
+
+#include <QApplication>
+#include <QCheckBox>
+#include <QDir>
+#include <QEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QPainter>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
+#include <QSlider>
+#include <QSplitter>
+#include <QTreeWidget>
+#include <QVBoxLayout>
+#include <cmath>
+
+#include "ui/run_monitor/engine_process.h"
+#include "ui/run_monitor/run_model.h"
+#include "ui/run_monitor/run_plot.h"
+#include "ui/run_monitor/series_csv.h"
+
+namespace mrcnn::ui {
+namespace {
+
+enum Column { kName, kTask, kStatus, kStep, kColumns };
+
+const QVector<PlotSpec>& plotSpecs() {
+  static const QVector<PlotSpec> specs = {
+      {"Total loss", {"loss_total"}, true, true},
+      {"RPN objectness loss", {"loss_rpn_objectness"}, true, true},
+      {"RPN box loss", {"loss_rpn_box"}, true, true},
+      {"Fast R-CNN class loss", {"loss_fast_rcnn_class"}, true, true},
+      {"Fast R-CNN box loss", {"loss_fast_rcnn_box"}, true, true},
+      {"Mask loss", {"loss_mask"}, true, true},
+      {"bbox mAP (AP solid, AP50 dashed)", {"bbox_AP", "bbox_AP50"}, false, false, true},
+      {"segm mAP (AP solid, AP50 dashed)", {"segm_AP", "segm_AP50"}, false, false, true},
+      {"Learning rate", {"lr"}, false, true},
+      {"Images/s", {"images_per_second"}, true, false},
+      {"Data wait share", {"data_wait_share"}, true, false},
+      {"Memory MiB (engine solid, device dashed)",
+       {"memory_rss_mib", "memory_device_mib"},
+       false,
+       false},
+  };
+  return specs;
+}
+
+QString formatDuration(double seconds) {
+  const auto s = static_cast<qint64>(std::llround(seconds));
+  if (s >= 3600) return QStringLiteral("%1 h %2 min").arg(s / 3600).arg((s % 3600) / 60);
+  if (s >= 60) return QStringLiteral("%1 min %2 s").arg(s / 60).arg(s % 60);
+  return QStringLiteral("%1 s").arg(s);
+}
+
+bool isDark(const QPalette& p) {
+  return p.color(QPalette::Window).lightness() < 128;
+}
+
+}  // namespace
+
+struct RunsView::Run {
+  QString dir;
+  QString name;
+  RunModel model;
+  EngineProcess* process = nullptr;  // owned by the view (QObject child)
+  QTreeWidgetItem* item = nullptr;
+  int serial = 0;
+};
+
+RunsView::RunsView(QWidget* parent) : QWidget(parent) {
+  refresh_timer_.setSingleShot(true);
+  refresh_timer_.setInterval(kRefreshIntervalMs);
+  connect(&refresh_timer_, &QTimer::timeout, this, &RunsView::refreshNow);
+  buildUi();
+  applyPalette();
+}
+
+RunsView::~RunsView() {
+  // The processes stop their engines as they go (EngineProcess's destructor); their models
+  // must outlive them.
+  for (auto& run : runs_) {
+    delete run->process;
+    run->process = nullptr;
+  }
+}
+
+void RunsView::buildUi() {
+  auto* root = new QHBoxLayout(this);
+  root->setContentsMargins(0, 0, 0, 0);
+  auto* splitter = new QSplitter(Qt::Horizontal, this);
+  root->addWidget(splitter);
+
+  // Left: the run list and what acts on it.
+  auto* left = new QWidget(splitter);
+  auto* left_layout = new QVBoxLayout(left);
+  left_layout->setContentsMargins(4, 4, 4, 4);
+  list_ = new QTreeWidget(left);
+  list_->setColumnCount(kColumns);
+  list_->setHeaderLabels({tr("Run"), tr("Task"), tr("Status"), tr("Step")});
+  list_->setRootIsDecorated(false);
+  list_->setSelectionMode(QAbstractItemView::ExtendedSelection);
+  list_->setToolTip(tr("Select several runs (Ctrl or Shift) to overlay their curves"));
+  list_->header()->setSectionResizeMode(kName, QHeaderView::Stretch);
+  // Runs of one spec share a prefix; what tells them apart is at the end.
+  list_->setTextElideMode(Qt::ElideMiddle);
+  for (int c = kTask; c < kColumns; ++c)
+    list_->header()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
+  connect(list_, &QTreeWidget::itemSelectionChanged, this, &RunsView::onSelectionChanged);
+  left_layout->addWidget(list_);
+  auto* buttons = new QHBoxLayout;
+  auto* open = new QPushButton(tr("Open run…"), left);
+  open->setToolTip(tr("Reopen a run directory from its events.jsonl"));
+  connect(open, &QPushButton::clicked, this, &RunsView::browseForRun);
+  stop_ = new QPushButton(tr("Stop"), left);
+  stop_->setToolTip(
+      tr("Ask the engine to finish its step, write a checkpoint and stop; "
+         "press again to kill it"));
+  connect(stop_, &QPushButton::clicked, this, &RunsView::stopCurrent);
+  resume_ = new QPushButton(tr("Resume"), left);
+  resume_->setToolTip(tr("Train again on this run directory from its last checkpoint"));
+  connect(resume_, &QPushButton::clicked, this, &RunsView::resumeCurrent);
+  buttons->addWidget(open);
+  buttons->addStretch();
+  buttons->addWidget(stop_);
+  buttons->addWidget(resume_);
+  left_layout->addLayout(buttons);
+
+  // Right: controls, status, progress, the plots, the log.
+  auto* right_split = new QSplitter(Qt::Vertical, splitter);
+  auto* top = new QWidget(right_split);
+  auto* top_layout = new QVBoxLayout(top);
+  top_layout->setContentsMargins(4, 4, 4, 0);
+  auto* controls = new QHBoxLayout;
+  controls->addWidget(new QLabel(tr("Smoothing"), top));
+  smoothing_slider_ = new QSlider(Qt::Horizontal, top);
+  smoothing_slider_->setRange(0, 99);
+  smoothing_slider_->setValue(static_cast<int>(std::lround(smoothing_ * 100)));
+  smoothing_slider_->setMaximumWidth(160);
+  smoothing_slider_->setToolTip(
+      tr("Exponential moving average of the noisy per-step curves; "
+         "the raw curve stays faint behind"));
+  smoothing_label_ = new QLabel(top);
+  smoothing_label_->setMinimumWidth(QFontMetrics(font()).horizontalAdvance("0.00") + 4);
+  connect(smoothing_slider_, &QSlider::valueChanged, this,
+          [this](int v) { setSmoothing(v / 100.0); });
+  controls->addWidget(smoothing_slider_);
+  controls->addWidget(smoothing_label_);
+  log_scale_ = new QCheckBox(tr("Log scale"), top);
+  log_scale_->setToolTip(tr("Logarithmic y axis for the losses and the learning rate"));
+  connect(log_scale_, &QCheckBox::toggled, this, &RunsView::setLogScale);
+  controls->addWidget(log_scale_);
+  auto* reset = new QPushButton(tr("Fit"), top);
+  reset->setToolTip(
+      tr("Fit every plot to its data again (or double-click a plot); "
+         "drag to pan, wheel to zoom"));
+  connect(reset, &QPushButton::clicked, this, [this] {
+    for (RunPlot* p : plots_)
+      p->resetView();
+  });
+  controls->addWidget(reset);
+  controls->addStretch();
+  auto* png = new QPushButton(tr("Export PNG…"), top);
+  connect(png, &QPushButton::clicked, this, &RunsView::exportPngInteractive);
+  auto* csv = new QPushButton(tr("Export CSV…"), top);
+  connect(csv, &QPushButton::clicked, this, &RunsView::exportCsvInteractive);
+  controls->addWidget(png);
+  controls->addWidget(csv);
+  top_layout->addLayout(controls);
+
+  legend_ = new QLabel(top);
+  legend_->setWordWrap(true);
+  legend_->setTextFormat(Qt::RichText);
+  top_layout->addWidget(legend_);
+  status_ = new QLabel(top);
+  status_->setWordWrap(true);
+  status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  top_layout->addWidget(status_);
+  progress_ = new QProgressBar(top);
+  progress_->setRange(0, 1000);
+  progress_->setValue(0);
+  progress_->setTextVisible(true);
+  top_layout->addWidget(progress_);
+
+  auto* scroll = new QScrollArea(top);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  plot_area_ = new QWidget(scroll);
+  auto* grid = new QGridLayout(plot_area_);
+  grid->setContentsMargins(0, 0, 0, 0);
+  grid->setSpacing(4);
+  constexpr int kColumnsOfPlots = 3;
+  for (int i = 0; i < plotSpecs().size(); ++i) {
+    auto* plot = new RunPlot(plotSpecs()[i], plot_area_);
+    plots_.append(plot);
+    grid->addWidget(plot, i / kColumnsOfPlots, i % kColumnsOfPlots);
+  }
+  scroll->setWidget(plot_area_);
+  top_layout->addWidget(scroll, 1);
+
+  log_ = new QPlainTextEdit(right_split);
+  log_->setReadOnly(true);
+  log_->setMaximumBlockCount(20000);
+  log_->setLineWrapMode(QPlainTextEdit::NoWrap);
+  log_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+  log_->setPlaceholderText(tr("The engine's log appears here"));
+
+  right_split->setStretchFactor(0, 4);
+  right_split->setStretchFactor(1, 1);
+  splitter->setStretchFactor(0, 1);
+  splitter->setStretchFactor(1, 4);
+  splitter->setSizes({360, 1000});
+  setSmoothing(smoothing_);
+  updateCurrentPanel(true);
+}
+
+QColor RunsView::runColour(int index) const {
+  // Hues a golden angle apart stay distinct for many runs; lightness follows the palette so
+  // the curves read on a dark background as well as on a light one.
+  const double hue = std::fmod(0.58 + index * 0.381966, 1.0);
+  return isDark(palette()) ? QColor::fromHslF(static_cast<float>(hue), 0.75f, 0.65f)
+                           : QColor::fromHslF(static_cast<float>(hue), 0.80f, 0.38f);
+}
+
+void RunsView::applyPalette() {
+  for (RunPlot* p : plots_)
+    p->applyPalette(palette());
+  for (auto& run : runs_) {
+    if (run->item) {
+      QPixmap swatch(12, 12);
+      swatch.fill(runColour(run->serial));
+      run->item->setIcon(kName, QIcon(swatch));
+    }
+  }
+  selection_dirty_ = true;
+  scheduleRefresh();
+}
+
+void RunsView::changeEvent(QEvent* event) {
+  QWidget::changeEvent(event);
+  if (event->type() == QEvent::PaletteChange || event->type() == QEvent::ApplicationPaletteChange)
+    applyPalette();
+}
+
+int RunsView::runCount() const {
+  return static_cast<int>(runs_.size());
+}
+
+const RunModel* RunsView::run(int row) const {
+  return row >= 0 && row < runCount() ? &runs_[row]->model : nullptr;
+}
+
+QString RunsView::runDir(int row) const {
+  return row >= 0 && row < runCount() ? runs_[row]->dir : QString();
+}
+
+int RunsView::rowOf(const QString& runDir) const {
+  const QString wanted = QDir::cleanPath(QFileInfo(runDir).absoluteFilePath());
+  for (int i = 0; i < runCount(); ++i)
+    if (!runs_[i]->dir.isEmpty() && runs_[i]->dir == wanted) return i;
+  return -1;
+}
+
+EngineProcess* RunsView::engine(int row) const {
+  return row >= 0 && row < runCount() ? runs_[row]->process : nullptr;
+}
+
+int RunsView::currentRow() const {
+  return current_;
+}
+
+int RunsView::runningEngines() const {
+  int n = 0;
+  for (const auto& run : runs_)
+    if (run->process && run->process->isRunning()) ++n;
+  return n;
+}
+
+void RunsView::selectRows(const QList<int>& rows) {
+  list_->clearSelection();
+  for (int r : rows)
+    if (r >= 0 && r < runCount()) runs_[r]->item->setSelected(true);
+  if (!rows.isEmpty() && rows.first() >= 0 && rows.first() < runCount())
+    list_->setCurrentItem(runs_[rows.first()]->item, 0, QItemSelectionModel::NoUpdate);
+  onSelectionChanged();
+}
+
+RunPlot* RunsView::plot(const QString& seriesKey) const {
+  for (RunPlot* p : plots_)
+    if (!p->spec().keys.isEmpty() && p->spec().keys.first() == seriesKey) return p;
+  return nullptr;
+}
+
+int RunsView::addRun(std::unique_ptr<Run> run) {
+  run->serial = run_serial_++;
+  run->item = new QTreeWidgetItem(list_);
+  runs_.push_back(std::move(run));
+  updateRunItem(*runs_.back());
+  applyPalette();
+  return runCount() - 1;
+}
+
+EngineProcess* RunsView::ensureProcess(Run& run) {
+  if (run.process) return run.process;
+  run.process = new EngineProcess(&run.model, this);
+  Run* raw = &run;
+  connect(run.process, &EngineProcess::modelChanged, this, [this, raw] {
+    // A run started with no directory learns it from its start event.
+    if (raw->dir.isEmpty() && !raw->model.runDir().isEmpty()) {
+      raw->dir = QDir::cleanPath(QFileInfo(raw->model.runDir()).absoluteFilePath());
+      raw->name = QFileInfo(raw->dir).fileName();
+    }
+    scheduleRefresh();
+  });
+  connect(run.process, &EngineProcess::finished, this, [this, raw] {
+    scheduleRefresh();
+    emit runFinished(raw->dir);
+  });
+  return run.process;
+}
+
+void RunsView::startRun(const QString& specPath, const QString& task, const QString& runDir) {
+  const QString dir =
+      runDir.isEmpty() ? QString() : QDir::cleanPath(QFileInfo(runDir).absoluteFilePath());
+  int row = dir.isEmpty() ? -1 : rowOf(dir);
+  if (row >= 0 && runs_[row]->process && runs_[row]->process->isRunning()) {
+    runs_[row]->model.appendLog(
+        tr("This run directory is in use by a running engine; stop it first."));
+    selectRows({row});
+    scheduleRefresh();
+    return;
+  }
+  if (row < 0) {
+    auto run = std::make_unique<Run>();
+    run->dir = dir;
+    run->name = dir.isEmpty() ? QFileInfo(specPath).completeBaseName() : QFileInfo(dir).fileName();
+    // Training again on a directory resumes it: show the curves it already has.
+    if (!dir.isEmpty() && QFileInfo::exists(QDir(dir).filePath("events.jsonl"))) {
+      if (auto loaded = RunModel::loadFile(dir)) {
+        run->model = std::move(loaded->model);
+        for (const QString& w : loaded->warnings)
+          run->model.appendLog(w);
+      }
+    }
+    row = addRun(std::move(run));
+  }
+  Run& run = *runs_[row];
+  EngineProcess::Options options;
+  options.spec_path = specPath;
+  options.task = task.isEmpty() ? QStringLiteral("train") : task;
+  options.run_dir = dir;
+  ensureProcess(run)->start(options);
+  selectRows({row});
+  emit runStarted(dir);
+}
+
+void RunsView::openRun(const QString& runDir) {
+  const QString dir = QDir::cleanPath(QFileInfo(runDir).absoluteFilePath());
+  int row = rowOf(dir);
+  if (row >= 0 && runs_[row]->process && runs_[row]->process->isRunning()) {
+    selectRows({row});  // it is live here already
+    return;
+  }
+  QString error;
+  auto loaded = RunModel::loadFile(dir, &error);
+  if (row < 0) {
+    auto run = std::make_unique<Run>();
+    run->dir = dir;
+    run->name = QFileInfo(dir).fileName();
+    row = addRun(std::move(run));
+  }
+  Run& run = *runs_[row];
+  if (loaded) {
+    delete run.process;  // the model it pointed at is replaced
+    run.process = nullptr;
+    run.model = std::move(loaded->model);
+    for (const QString& w : loaded->warnings)
+      run.model.appendLog(w);
+    if (!loaded->warnings.isEmpty())
+      run.model.appendLog(
+          tr("%n line(s) of events.jsonl could not be used", "", loaded->warnings.size()));
+  } else {
+    run.model.setUnreadable(error);
+  }
+  selectRows({row});
+  emit runOpened(dir);
+}
+
+void RunsView::stopCurrent() {
+  if (current_ < 0) return;
+  if (EngineProcess* p = runs_[current_]->process; p && p->isRunning()) p->stop();
+  scheduleRefresh();
+}
+
+void RunsView::resumeCurrent() {
+  if (current_ < 0) return;
+  Run& run = *runs_[current_];
+  if (run.process && run.process->isRunning()) return;
+  if (run.process && !run.process->options().run_dir.isEmpty()) {
+    run.process->resume();
+  } else {
+    if (run.dir.isEmpty()) return;
+    EngineProcess::Options options;
+    options.run_dir = run.dir;
+    options.task = QStringLiteral("train");
+    options.spec_path = QDir(run.dir).filePath("spec.txt");
+    ensureProcess(run)->start(options);
+  }
+  emit runStarted(run.dir);
+  scheduleRefresh();
+}
+
+void RunsView::scheduleRefresh() {
+  dirty_ = true;
+  if (!refresh_timer_.isActive()) refresh_timer_.start();
+}
+
+void RunsView::onSelectionChanged() {
+  const QTreeWidgetItem* item = list_->currentItem();
+  current_ = -1;
+  for (int i = 0; i < runCount(); ++i)
+    if (runs_[i]->item == item) current_ = i;
+  if (current_ < 0) {
+    for (int i = 0; i < runCount(); ++i)
+      if (runs_[i]->item->isSelected()) {
+        current_ = i;
+        break;
+      }
+  }
+  selection_dirty_ = true;
+  // A new selection is the user's action: answer it at once, not after the timer.
+  refreshNow();
+}
+
+void RunsView::rebuildPlots() {
+  QVector<PlotRun> shown;
+  for (int i = 0; i < runCount(); ++i) {
+    if (runs_[i]->item->isSelected())
+      shown.append({runs_[i]->name, runColour(runs_[i]->serial), &runs_[i]->model});
+  }
+  if (shown.isEmpty() && current_ >= 0)
+    shown.append(
+        {runs_[current_]->name, runColour(runs_[current_]->serial), &runs_[current_]->model});
+  // The runs' colours, named once for every plot.
+  QStringList names;
+  for (const PlotRun& r : shown)
+    names.append(QStringLiteral("<span style=\"color:%1\">&#9632;</span>&nbsp;%2")
+                     .arg(r.colour.name(), r.name.toHtmlEscaped()));
+  legend_->setText(names.join(QStringLiteral("&nbsp;&nbsp;&nbsp;")));
+  legend_->setVisible(shown.size() > 1);
+  for (RunPlot* p : plots_) {
+    p->setRuns(shown);
+    p->setSmoothing(smoothing_);
+    p->setLogScale(log_scale_->isChecked());
+  }
+}
+
+void RunsView::refreshNow() {
+  refresh_timer_.stop();
+  if (selection_dirty_) {
+    rebuildPlots();
+    selection_dirty_ = false;
+  }
+  for (auto& run : runs_)
+    updateRunItem(*run);
+  for (RunPlot* p : plots_)
+    p->refresh();
+  ++replot_count_;
+  updateCurrentPanel(false);
+  dirty_ = false;
+}
+
+void RunsView::updateRunItem(Run& run) {
+  const RunModel& m = run.model;
+  run.item->setText(kName, run.name.isEmpty() ? tr("(run)") : run.name);
+  run.item->setToolTip(kName, run.dir);
+  run.item->setText(kTask, m.task());
+  run.item->setText(kStatus, statusName(m.status()));
+  run.item->setToolTip(kStatus, m.statusLine());
+  run.item->setText(kStep, m.totalSteps() > 0
+                               ? QStringLiteral("%1/%2").arg(m.step()).arg(m.totalSteps())
+                               : QString::number(m.step()));
+}
+
+void RunsView::updateCurrentPanel(bool full_log) {
+  const Run* run = current_ >= 0 ? runs_[current_].get() : nullptr;
+  if (!run) {
+    status_->setText(tr("No run selected. Start a task from a spec, or open a run directory."));
+    status_->setStyleSheet({});
+    progress_->setValue(0);
+    progress_->setFormat(QString());
+    stop_->setEnabled(false);
+    resume_->setEnabled(false);
+    log_->clear();
+    shown_log_run_ = -1;
+    return;
+  }
+  const RunModel& m = run->model;
+  const RunStatus st = m.status();
+  status_->setText(m.statusLine());
+  if (st == RunStatus::Failed || st == RunStatus::Crashed || st == RunStatus::Unreadable) {
+    // A warning colour that keeps its contrast with the palette's window colour.
+    const QColor warn = isDark(palette()) ? QColor::fromHslF(0.0f, 0.85f, 0.70f)
+                                          : QColor::fromHslF(0.0f, 0.80f, 0.38f);
+    status_->setStyleSheet(
+        QStringLiteral("QLabel { color: %1; font-weight: bold; }").arg(warn.name()));
+  } else {
+    status_->setStyleSheet({});
+  }
+
+  const double fraction = m.progress();
+  progress_->setValue(fraction >= 0 ? static_cast<int>(std::lround(fraction * 1000)) : 0);
+  QString text = m.totalSteps() > 0 ? tr("step %1 / %2 (%3%)")
+                                          .arg(m.step())
+                                          .arg(m.totalSteps())
+                                          .arg(fraction * 100, 0, 'f', 1)
+                                    : tr("step %1").arg(m.step());
+  if (m.etaSeconds() >= 0 && !isFinished(st))
+    text += tr(" — ETA %1").arg(formatDuration(m.etaSeconds()));
+  if (isFinished(st)) text += QStringLiteral(" — ") + statusName(st);
+  progress_->setFormat(text);
+
+  const bool running = run->process && run->process->isRunning();
+  stop_->setEnabled(running);
+  stop_->setText(running && run->process->stopRequests() > 0 ? tr("Kill") : tr("Stop"));
+  const bool trainable = m.task().isEmpty() || m.task() == QLatin1String("train");
+  resume_->setEnabled(
+      !running && !run->dir.isEmpty() && trainable &&
+      (st == RunStatus::Stopped || st == RunStatus::Failed || st == RunStatus::Crashed));
+
+  // The log grows by appending; a different run replaces it.
+  const QStringList& lines = m.log();
+  if (full_log || shown_log_run_ != current_ || shown_log_lines_ > lines.size()) {
+    log_->setPlainText(lines.join('\n'));
+    shown_log_run_ = current_;
+    shown_log_lines_ = static_cast<int>(lines.size());
+    log_->verticalScrollBar()->setValue(log_->verticalScrollBar()->maximum());
+  } else if (shown_log_lines_ < lines.size()) {
+    QScrollBar* bar = log_->verticalScrollBar();
+    const bool at_end = bar->value() >= bar->maximum() - 2;
+    log_->appendPlainText(lines.mid(shown_log_lines_).join('\n'));
+    shown_log_lines_ = static_cast<int>(lines.size());
+    if (at_end) bar->setValue(bar->maximum());
+  }
+}
+
+void RunsView::setSmoothing(double weight) {
+  smoothing_ = std::clamp(weight, 0.0, 0.99);
+  smoothing_label_->setText(QString::number(smoothing_, 'f', 2));
+  if (smoothing_slider_->value() != static_cast<int>(std::lround(smoothing_ * 100))) {
+    const QSignalBlocker block(smoothing_slider_);
+    smoothing_slider_->setValue(static_cast<int>(std::lround(smoothing_ * 100)));
+  }
+  for (RunPlot* p : plots_)
+    p->setSmoothing(smoothing_);
+  scheduleRefresh();
+}
+
+void RunsView::setLogScale(bool on) {
+  if (log_scale_->isChecked() != on) {
+    const QSignalBlocker block(log_scale_);
+    log_scale_->setChecked(on);
+  }
+  for (RunPlot* p : plots_) {
+    p->setLogScale(on);
+    p->resetView();
+  }
+  scheduleRefresh();
+}
+
+QString RunsView::statusText() const {
+  return status_->text();
+}
+QString RunsView::logText() const {
+  return log_->toPlainText();
+}
+QString RunsView::progressText() const {
+  return progress_->format();
+}
+bool RunsView::stopEnabled() const {
+  return stop_->isEnabled();
+}
+bool RunsView::resumeEnabled() const {
+  return resume_->isEnabled();
+}
+
+bool RunsView::exportPng(const QString& path, QString* error) {
+  if (dirty_) refreshNow();
+  // Render at the plots' on-screen size (at least a readable one when the view is hidden).
+  QSize size = plot_area_->size();
+  if (size.width() < 900 || size.height() < 600) {
+    size = size.expandedTo(QSize(1200, 800));
+    plot_area_->resize(size);
+    if (auto* layout = plot_area_->layout()) layout->activate();
+    for (RunPlot* p : plots_)
+      p->replot();
+  }
+  const QPixmap pixmap = plot_area_->grab();
+  if (pixmap.isNull() || !pixmap.save(path, "PNG")) {
+    if (error) *error = tr("%1: cannot write the image").arg(path);
+    return false;
+  }
+  return true;
+}
+
+bool RunsView::exportCsv(const QString& path, QString* error) {
+  QVector<NamedRun> shown;
+  for (int i = 0; i < runCount(); ++i)
+    if (runs_[i]->item->isSelected()) shown.append({runs_[i]->name, &runs_[i]->model});
+  if (shown.isEmpty() && current_ >= 0)
+    shown.append({runs_[current_]->name, &runs_[current_]->model});
+  return saveSeriesCsv(shown, path, error);
+}
+
+void RunsView::browseForRun() {
+  const QString dir = QFileDialog::getExistingDirectory(this, tr("Open a run directory"));
+  if (!dir.isEmpty()) openRun(dir);
+}
+
+void RunsView::exportPngInteractive() {
+  const QString path = QFileDialog::getSaveFileName(
+      this, tr("Export the plots"), QStringLiteral("runs.png"), tr("PNG images (*.png)"));
+  if (path.isEmpty()) return;
+  QString error;
+  if (!exportPng(path, &error)) status_->setText(error);
+}
+
+void RunsView::exportCsvInteractive() {
+  const QString path = QFileDialog::getSaveFileName(
+      this, tr("Export the series"), QStringLiteral("runs.csv"), tr("CSV files (*.csv)"));
+  if (path.isEmpty()) return;
+  QString error;
+  if (!exportCsv(path, &error)) status_->setText(error);
+}
+
+}  // namespace mrcnn::ui

@@ -1,0 +1,140 @@
+// Runs: the run monitor. Starts tasks as mrcnn-engine child processes and reopens finished
+// runs from their events.jsonl; lists them; plots every loss component, total loss, learning
+// rate, images/s, data wait, memory and bbox/segm mAP against step for the runs selected
+// (several selected = overlaid for comparison); shows the current run's log, progress and ETA,
+// how it ended (a crash with its last error and exit status), and stops or resumes it.
+//
+// A fast engine never floods the UI: events only mark the view dirty and one single-shot
+// timer (kRefreshIntervalMs) redraws, so the repaint rate never follows the event rate.
+#pragma once
+
+#include <QColor>
+#include <QList>
+#include <QString>
+#include <QTimer>
+#include <QWidget>
+#include <memory>
+#include <vector>
+
+class QCheckBox;
+class QLabel;
+class QPlainTextEdit;
+class QProgressBar;
+class QPushButton;
+class QSlider;
+class QTreeWidget;
+class QTreeWidgetItem;
+
+namespace mrcnn::ui {
+
+class EngineProcess;
+class RunModel;
+class RunPlot;
+
+class RunsView : public QWidget {
+  Q_OBJECT
+
+ public:
+  static constexpr int kRefreshIntervalMs = 40;
+
+  explicit RunsView(QWidget* parent = nullptr);
+  ~RunsView() override;
+
+  // The runs in the list, in list order.
+  int runCount() const;
+  const RunModel* run(int row) const;
+  QString runDir(int row) const;
+  int rowOf(const QString& runDir) const;  // -1 when not listed
+  EngineProcess* engine(int row) const;    // null for a run reopened and never restarted here
+  // Engines still running (the main window asks before closing: closing stops them
+  // gracefully, each writing a checkpoint).
+  int runningEngines() const;
+  // The run whose log, progress and buttons are shown (-1 when none).
+  int currentRow() const;
+  // Selects these rows (the plots overlay them); the first becomes current.
+  void selectRows(const QList<int>& rows);
+
+  QList<RunPlot*> plots() const { return plots_; }
+  RunPlot* plot(const QString& seriesKey) const;  // the plot whose first key is this
+  // Times the plots were redrawn because runs changed (a test watches the throttle).
+  int replotCount() const { return replot_count_; }
+
+  void setSmoothing(double weight);  // 0..0.99
+  double smoothing() const { return smoothing_; }
+  void setLogScale(bool on);
+
+  // The status line above the plots (how the current run ended, a crash with its last
+  // error and exit status), the log pane's text, the progress bar's text.
+  QString statusText() const;
+  QString logText() const;
+  QString progressText() const;
+  bool stopEnabled() const;
+  bool resumeEnabled() const;
+
+  // The plots as one image, and the selected runs' series as CSV (see series_csv.h).
+  bool exportPng(const QString& path, QString* error = nullptr);
+  bool exportCsv(const QString& path, QString* error = nullptr);
+
+ public slots:
+  // Runs `mrcnn-engine --spec specPath --task task --run-dir runDir` and follows it. A run
+  // directory that already has events (train resuming) shows its earlier curves too.
+  void startRun(const QString& specPath, const QString& task, const QString& runDir);
+  // Reopens a run from <runDir>/events.jsonl (a warning per bad line goes to its log).
+  void openRun(const QString& runDir);
+  void stopCurrent();    // graceful stop; a second call kills
+  void resumeCurrent();  // --task train again on the current run's directory
+  // Redraws now if anything changed (the timer calls it).
+  void refreshNow();
+
+ signals:
+  void runStarted(const QString& runDir);
+  void runFinished(const QString& runDir);
+  void runOpened(const QString& runDir);
+
+ protected:
+  void changeEvent(QEvent* event) override;
+
+ private:
+  struct Run;
+
+  void buildUi();
+  int addRun(std::unique_ptr<Run> run);
+  EngineProcess* ensureProcess(Run& run);
+  void scheduleRefresh();
+  void onSelectionChanged();
+  void rebuildPlots();
+  void updateRunItem(Run& run);
+  void updateCurrentPanel(bool full_log);
+  void applyPalette();
+  QColor runColour(int index) const;
+  void browseForRun();
+  void exportPngInteractive();
+  void exportCsvInteractive();
+
+  std::vector<std::unique_ptr<Run>> runs_;
+  int current_ = -1;
+  int shown_log_lines_ = 0;
+  int shown_log_run_ = -1;
+  int run_serial_ = 0;
+
+  QTreeWidget* list_ = nullptr;
+  QLabel* legend_ = nullptr;
+  QLabel* status_ = nullptr;
+  QProgressBar* progress_ = nullptr;
+  QPushButton* stop_ = nullptr;
+  QPushButton* resume_ = nullptr;
+  QSlider* smoothing_slider_ = nullptr;
+  QLabel* smoothing_label_ = nullptr;
+  QCheckBox* log_scale_ = nullptr;
+  QWidget* plot_area_ = nullptr;
+  QPlainTextEdit* log_ = nullptr;
+  QList<RunPlot*> plots_;
+
+  QTimer refresh_timer_;
+  bool dirty_ = false;
+  bool selection_dirty_ = false;
+  int replot_count_ = 0;
+  double smoothing_ = 0.6;
+};
+
+}  // namespace mrcnn::ui
