@@ -136,7 +136,11 @@ at::Tensor AnchorGenerator::operator()(const std::vector<at::Tensor>& features,
                 f.sizes());
     grid_sizes.push_back({f.size(2), f.size(3)});
   }
-  return at::cat(anchorsPerLevel(grid_sizes, padded_size, features[0].options()), 0);
+  // Under autocast the features are bfloat16 or half; anchors stay float (bfloat16 holds
+  // pixel coordinates past 256 only to a few pixels).
+  at::TensorOptions options = features[0].options();
+  if (at::isReducedFloatingType(features[0].scalar_type())) options = options.dtype(at::kFloat);
+  return at::cat(anchorsPerLevel(grid_sizes, padded_size, options), 0);
 }
 
 }  // namespace mrcnn::model

@@ -1,6 +1,11 @@
 #include "engine/model/frozen_batch_norm.h"
 
+#include <ATen/autocast_mode.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/torch.h>
+
+#include <optional>
+#include <vector>
 
 namespace mrcnn::model {
 
@@ -40,6 +45,71 @@ FoldedConv foldIntoConv(const at::Tensor& conv_weight, const at::Tensor& conv_bi
   folded.weight = conv_weight * s.reshape({-1, 1, 1, 1});
   folded.bias = conv_bias.defined() ? conv_bias * s + t : t;
   return folded;
+}
+
+namespace {
+
+// LibTorch's oneDNN convolutions with fused post-ops (the kernels torch.compile uses on the
+// CPU): mkldnn::_convolution_pointwise (a unary post-op) and its .binary overload (an
+// elementwise operation with a second tensor, then an optional unary post-op).
+std::optional<c10::OperatorHandle> pointwiseConvolution(const char* overload) {
+  return c10::Dispatcher::singleton().findSchema({"mkldnn::_convolution_pointwise", overload});
+}
+
+}  // namespace
+
+at::Tensor convolveFolded(FoldedConv& conv, const at::Tensor& x, int64_t stride, int64_t padding,
+                          bool relu, const at::Tensor& residual) {
+  static const std::optional<c10::OperatorHandle> unary = pointwiseConvolution("");
+  static const std::optional<c10::OperatorHandle> binary = pointwiseConvolution("binary");
+  at::ScalarType dtype = x.scalar_type();
+  if (x.is_cpu() && at::autocast::is_autocast_enabled(at::kCPU)) {
+    dtype = at::autocast::get_autocast_dtype(at::kCPU);
+  }
+  const bool grad =
+      at::GradMode::is_enabled() && (x.requires_grad() || conv.weight.requires_grad());
+  const bool channels_last = x.is_contiguous(at::MemoryFormat::ChannelsLast) && x.size(1) > 1;
+  // oneDNN fuses "add, then ReLU" in bfloat16 only for channels-last tensors.
+  const bool fuse_relu = relu && (dtype == at::kFloat || !residual.defined() || channels_last);
+  if (grad || !x.is_cpu() || !conv.weight.is_cpu() || !unary || !binary ||
+      (dtype != at::kFloat && dtype != at::kBFloat16)) {
+    at::Tensor y = at::conv2d(x, conv.weight, conv.bias, {stride, stride}, {padding, padding});
+    if (residual.defined()) y = y + residual;
+    return relu ? at::relu(y) : y;
+  }
+  const at::Tensor* weight = &conv.weight;
+  const at::Tensor* bias = &conv.bias;
+  if (dtype == at::kBFloat16) {
+    if (!conv.weight_bf16.defined()) {
+      conv.weight_bf16 = conv.weight.to(at::kBFloat16);
+      conv.bias_bf16 = conv.bias.to(at::kBFloat16);
+    }
+    weight = &conv.weight_bf16;
+    bias = &conv.bias_bf16;
+  }
+  const std::vector<int64_t> strides = {stride, stride}, paddings = {padding, padding};
+  const std::vector<int64_t> dilation = {1, 1};
+  torch::jit::Stack stack;
+  stack.emplace_back(x.to(dtype));
+  if (residual.defined()) stack.emplace_back(residual.to(dtype));
+  stack.emplace_back(*weight);
+  stack.emplace_back(*bias);
+  stack.emplace_back(paddings);
+  stack.emplace_back(strides);
+  stack.emplace_back(dilation);
+  stack.emplace_back(int64_t{1});  // groups
+  if (residual.defined()) {
+    stack.emplace_back(std::string("add"));
+    stack.emplace_back(c10::IValue());  // alpha
+    stack.emplace_back(fuse_relu ? c10::IValue(std::string("relu")) : c10::IValue());
+  } else {
+    stack.emplace_back(std::string(fuse_relu ? "relu" : "none"));
+  }
+  stack.emplace_back(c10::List<std::optional<c10::Scalar>>());  // the unary op's scalars
+  stack.emplace_back(c10::IValue());                            // its algorithm
+  (residual.defined() ? binary : unary)->callBoxed(stack);
+  at::Tensor y = stack.back().toTensor();
+  return relu && !fuse_relu ? y.relu_() : y;
 }
 
 void setFrozenBatchNormEps(torch::nn::Module& module, double eps) {

@@ -34,9 +34,20 @@ TORCH_MODULE(FrozenBatchNorm2d);
 struct FoldedConv {
   at::Tensor weight;
   at::Tensor bias;
+  // bfloat16 copies for inference under CPU autocast, made on first use (autocast would cast
+  // the weights again at every call).
+  at::Tensor weight_bf16, bias_bf16;
 };
 FoldedConv foldIntoConv(const at::Tensor& conv_weight, const at::Tensor& conv_bias,
                         const FrozenBatchNorm2dImpl& bn);
+// Inference through a folded convolution (no autograd): relu(conv(x) + residual), the
+// residual and the ReLU optional. On the CPU in float32 or bfloat16 (CPU autocast) this is
+// one oneDNN convolution with the addition and ReLU fused as post-ops (mkldnn's pointwise
+// convolution, LibTorch's own kernel), sparing one or two passes over the output; elsewhere
+// plain convolution, add and ReLU. Under CPU autocast x is cast to its dtype, as conv2d's
+// autocast would.
+at::Tensor convolveFolded(FoldedConv& conv, const at::Tensor& x, int64_t stride, int64_t padding,
+                          bool relu, const at::Tensor& residual = {});
 
 // Sets eps of every FrozenBatchNorm2d under `module` (torchvision's overwrite_eps).
 void setFrozenBatchNormEps(torch::nn::Module& module, double eps);

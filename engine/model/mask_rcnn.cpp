@@ -1,6 +1,7 @@
 #include "engine/model/mask_rcnn.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
 #include <torch/nn/module.h>
 
 #include <utility>
@@ -86,6 +87,7 @@ MaskRCNNLosses MaskRCNNImpl::losses(const at::Tensor& images, const ImageSizes& 
 std::vector<Detections> MaskRCNNImpl::detect(const at::Tensor& images, const ImageSizes& sizes,
                                              MaskRCNNTrace* trace) {
   TORCH_CHECK(!is_training(), "MaskRCNN::detect: the model is in training mode (call eval())");
+  c10::InferenceMode inference_mode;  // no autograd bookkeeping at all
   std::vector<at::Tensor> features = backbone_->forward(images);
   RPNOutput proposals = rpn_->forward(features, sizes);
   RoIHeadsOutput heads = roi_heads_->forward(features, proposals.boxes, sizes);

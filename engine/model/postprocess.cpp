@@ -19,16 +19,18 @@ at::Tensor resizeBoxes(const at::Tensor& boxes, std::array<int64_t, 2> from,
 
 ImageDetections toOriginalImage(const Detections& detections, std::array<int64_t, 2> resized,
                                 std::array<int64_t, 2> original, double binary_threshold) {
+  // Reduced precision (bf16 autocast) stops here: boxes are 1/256 of their size apart in
+  // bf16, and the mask resampling needs float.
   ImageDetections out;
-  out.boxes = resizeBoxes(detections.boxes, resized, original);
-  out.scores = detections.scores;
+  out.boxes = resizeBoxes(detections.boxes.to(at::kFloat), resized, original);
+  out.scores = detections.scores.to(at::kFloat);
   out.labels = detections.labels;
   if (detections.masks.defined()) {
     if (binary_threshold >= 0) {
-      out.masks = ops::paste_masks_binary(detections.masks, out.boxes, original[0], original[1],
+      out.masks = ops::paste_masks_binary(detections.masks.to(at::kFloat), out.boxes, original[0], original[1],
                                           binary_threshold);
     } else {
-      out.masks = ops::paste_masks(detections.masks, out.boxes, original[0], original[1]);
+      out.masks = ops::paste_masks(detections.masks.to(at::kFloat), out.boxes, original[0], original[1]);
     }
   }
   return out;

@@ -19,25 +19,28 @@ struct ConvNorm {
   torch::nn::AnyModule norm;
   int64_t stride = 1;
   int64_t padding = 0;
-  at::Tensor folded_weight, folded_bias;
+  FoldedConv folded;
 
-  at::Tensor operator()(const at::Tensor& x) {
-    if (folded_weight.defined())
-      return torch::conv2d(x, folded_weight, folded_bias, {stride, stride}, {padding, padding});
-    return norm.forward(conv->forward(x));
+  // The convolution and its norm, then + residual and ReLU if asked: fused into the
+  // convolution when folded for inference.
+  at::Tensor operator()(const at::Tensor& x, bool relu, const at::Tensor& residual = {}) {
+    if (folded.weight.defined()) return convolveFolded(folded, x, stride, padding, relu, residual);
+    at::Tensor y = normed(x);
+    if (residual.defined()) y.add_(residual);
+    return relu ? y.relu_() : y;
   }
+
+  // Training keeps torchvision's arithmetic (a frozen norm after the convolution, not folded
+  // into it): folding moves the features by float rounding, enough to reorder near-tied
+  // proposals, and the losses would no longer equal torchvision's.
+  at::Tensor normed(const at::Tensor& x) { return norm.forward(conv->forward(x)); }
   bool fold() {
     auto* bn = norm.ptr()->as<FrozenBatchNorm2dImpl>();
     if (bn == nullptr) return false;
-    FoldedConv f = foldIntoConv(conv->weight, conv->bias, *bn);
-    folded_weight = std::move(f.weight);
-    folded_bias = std::move(f.bias);
+    folded = foldIntoConv(conv->weight, conv->bias, *bn);
     return true;
   }
-  void unfold() {
-    folded_weight = at::Tensor();
-    folded_bias = at::Tensor();
-  }
+  void unfold() { folded = FoldedConv(); }
 };
 
 ConvNorm makeConvNorm(const ResNetOptions& o, int64_t in, int64_t out, int64_t kernel,
@@ -108,13 +111,13 @@ class ResidualBlock : public torch::nn::Module {
   }
 
   at::Tensor forward(const at::Tensor& x) {
+    // In place where autograd allows it (a convolution's backward does not need its output):
+    // fewer allocations and passes over the activations.
     at::Tensor y = x;
-    for (size_t k = 0; k < convs_.size(); ++k) {
-      y = convs_[k](y);
-      if (k + 1 < convs_.size()) y = torch::relu(y);
-    }
-    const at::Tensor identity = downsample_ ? (*downsample_)(x) : x;
-    return torch::relu(y + identity);
+    for (size_t k = 0; k + 1 < convs_.size(); ++k)
+      y = convs_[k](y, /*relu=*/true);
+    const at::Tensor identity = downsample_ ? (*downsample_)(x, /*relu=*/false) : x;
+    return convs_.back()(y, /*relu=*/true, identity);
   }
 
   int fold() {
@@ -208,13 +211,12 @@ std::vector<at::Tensor> ResNetImpl::forward(const at::Tensor& images) {
   TORCH_CHECK(images.dim() == 4 && images.size(1) == 3,
               "ResNet: expected images [N, 3, H, W], got ", images.sizes());
   at::Tensor x;
-  if (stem_weight_.defined()) {
-    x = torch::conv2d(images, stem_weight_, stem_bias_, {2, 2}, {3, 3});
+  if (stem_.weight.defined()) {
+    x = convolveFolded(stem_, images, /*stride=*/2, /*padding=*/3, /*relu=*/true);
   } else {
-    x = bn1_.forward(conv1_->forward(images));
+    x = bn1_.forward(conv1_->forward(images)).relu_();
   }
-  x = torch::max_pool2d(torch::relu(x), /*kernel_size=*/{3, 3}, /*stride=*/{2, 2},
-                        /*padding=*/{1, 1});
+  x = torch::max_pool2d(x, /*kernel_size=*/{3, 3}, /*stride=*/{2, 2}, /*padding=*/{1, 1});
   std::vector<at::Tensor> outputs;
   outputs.reserve(4);
   for (auto& stage : stages_) {
@@ -229,9 +231,7 @@ int ResNetImpl::foldFrozenBatchNorm() {
   unfoldBatchNorm();
   int n = 0;
   if (auto* bn = bn1_.ptr()->as<FrozenBatchNorm2dImpl>()) {
-    FoldedConv f = foldIntoConv(conv1_->weight, conv1_->bias, *bn);
-    stem_weight_ = std::move(f.weight);
-    stem_bias_ = std::move(f.bias);
+    stem_ = foldIntoConv(conv1_->weight, conv1_->bias, *bn);
     ++n;
   }
   for (auto& stage : stages_) {
@@ -243,8 +243,7 @@ int ResNetImpl::foldFrozenBatchNorm() {
 }
 
 void ResNetImpl::unfoldBatchNorm() {
-  stem_weight_ = at::Tensor();
-  stem_bias_ = at::Tensor();
+  stem_ = FoldedConv();
   for (auto& stage : stages_) {
     for (auto& block : stage)
       block->unfold();

@@ -19,6 +19,8 @@
 #include <memory>
 #include <vector>
 
+#include "engine/model/frozen_batch_norm.h"
+
 namespace mrcnn::model {
 
 struct ResNetOptions {
@@ -65,7 +67,7 @@ class ResNetImpl : public torch::nn::Module {
   torch::nn::Conv2d conv1_{nullptr};
   torch::nn::AnyModule bn1_;
   std::array<std::vector<std::shared_ptr<ResidualBlock>>, 4> stages_;
-  at::Tensor stem_weight_, stem_bias_;  // folded conv1 + bn1
+  FoldedConv stem_;  // folded conv1 + bn1
   bool folded_ = false;
 };
 TORCH_MODULE(ResNet);

@@ -103,16 +103,18 @@ RPNOutput RegionProposalNetworkImpl::forward(const std::vector<at::Tensor>& feat
   const at::Tensor pred_deltas = at::cat(flat_deltas, 1).reshape({-1, 4});  // [N*T, 4]
   const int64_t total = anchors.size(0);
 
-  // Proposals do not carry gradients back into the deltas (as torchvision).
+  // Proposals do not carry gradients back into the deltas (as torchvision). Decoded in float
+  // also under autocast (torchvision decodes in the deltas' bfloat16, which puts a box edge
+  // at 1000 px only to the nearest 4 px).
   const at::Tensor all_anchors = anchors.repeat({num_images, 1});
   const at::Tensor proposals =
-      ops::decode_boxes(pred_deltas.detach(), all_anchors, ops::BoxCoderWeights{})
+      ops::decode_boxes(pred_deltas.detach().to(at::kFloat), all_anchors, ops::BoxCoderWeights{})
           .view({num_images, total, 4});
 
   // ---- Proposals: the best anchors of each level, then per image clip, filter, NMS. ----
   RPNOutput out;
   {
-    const at::Tensor obj = objectness.detach().reshape({num_images, total});
+    const at::Tensor obj = objectness.detach().to(at::kFloat).reshape({num_images, total});
     const int64_t pre_n = training ? options_.pre_nms_top_n_train : options_.pre_nms_top_n_test;
     const int64_t post_n = training ? options_.post_nms_top_n_train : options_.post_nms_top_n_test;
     const double nms_thresh = training ? options_.nms_thresh_train : options_.nms_thresh_test;
