@@ -22,7 +22,8 @@ ninja -C "$work/build" mrcnn-engine mrcnn-workbench > "$work/build.log" 2>&1 ||
 out="$("$work/build/bin/mrcnn-workbench" --headless "$root/specs/shapes_resnet18.txt" \
   --set device=cpu --set "output_dir=$work/runs" \
   --set "data_config.shapes_dataset.root=$work/shapes" \
-  --set data_config.shapes_dataset.train_images=2 --set data_config.shapes_dataset.val_images=1)"
+  --set data_config.shapes_dataset.train_images=4 --set data_config.shapes_dataset.val_images=1 \
+  --set train_batch_size=2 --set total_steps=2 --set logging_frequency=1)"
 echo "$out"
 grep -q "CUDA build: no" <<< "$out"
 echo "CPU-only LibTorch: configured, built and ran"
