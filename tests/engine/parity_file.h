@@ -24,4 +24,16 @@ inline QString readParityFile(const QString& path, c10::IValue* out) {
   return {};
 }
 
+// Accessors of the dict a parity script saved (readParityFile); each throws c10::Error naming
+// nothing more than the key when it is missing or of another type.
+using ParityDict = c10::Dict<c10::IValue, c10::IValue>;
+
+inline at::Tensor tensorAt(const ParityDict& d, const char* key) { return d.at(key).toTensor(); }
+inline int64_t intAt(const ParityDict& d, const char* key) { return d.at(key).toInt(); }
+inline std::vector<at::Tensor> tensorsAt(const ParityDict& d, const char* key) {
+  std::vector<at::Tensor> out;
+  for (const c10::IValue& v : d.at(key).toList()) out.push_back(v.toTensor());
+  return out;
+}
+
 }  // namespace mrcnn::testing

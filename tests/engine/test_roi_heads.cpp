@@ -26,20 +26,10 @@ namespace model = mrcnn::model;
 
 namespace {
 
-using Dict = c10::Dict<c10::IValue, c10::IValue>;
-
-at::Tensor tensorAt(const Dict& d, const char* key) {
-  return d.at(key).toTensor();
-}
-int64_t intAt(const Dict& d, const char* key) {
-  return d.at(key).toInt();
-}
-std::vector<at::Tensor> tensorsAt(const Dict& d, const char* key) {
-  std::vector<at::Tensor> out;
-  for (const c10::IValue& v : d.at(key).toList())
-    out.push_back(v.toTensor());
-  return out;
-}
+using Dict = mrcnn::testing::ParityDict;
+using mrcnn::testing::intAt;
+using mrcnn::testing::tensorAt;
+using mrcnn::testing::tensorsAt;
 std::array<int64_t, 2> pairAt(const c10::IValue& v) {
   const c10::List<c10::IValue> l = v.toList();
   return {l.get(0).toInt(), l.get(1).toInt()};
