@@ -6,11 +6,13 @@
 #include <QCloseEvent>
 #include <QDialog>
 #include <QDialogButtonBox>
+#include <QDir>
 #include <QDockWidget>
 #include <QFileInfo>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QPushButton>
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
@@ -24,6 +26,7 @@
 #include "ui/main_window/recent_panel.h"
 #include "ui/main_window/versions.h"
 #include "ui/predictions/prediction_view.h"
+#include "ui/run_monitor/run_model.h"
 #include "ui/run_monitor/runs_view.h"
 #include "ui/spec_editor/problems_view.h"
 #include "ui/spec_editor/spec_editor.h"
@@ -37,6 +40,25 @@ const char* const kViewNames[MainWindow::kViewCount] = {
     QT_TRANSLATE_NOOP("MainWindow", "Experiments"), QT_TRANSLATE_NOOP("MainWindow", "Runs"),
     QT_TRANSLATE_NOOP("MainWindow", "Dataset"), QT_TRANSLATE_NOOP("MainWindow", "Predictions"),
     QT_TRANSLATE_NOOP("MainWindow", "Warnings")};
+
+MainWindow::RunningEnginesAnswer askAboutRunningEngines(QWidget* parent, int running,
+                                                        int timeout_ms) {
+  QMessageBox box(parent);
+  box.setIcon(QMessageBox::Question);
+  box.setWindowTitle(MainWindow::tr("Runs are still going"));
+  box.setText(MainWindow::tr("%n engine(s) still running.", nullptr, running));
+  box.setInformativeText(
+      MainWindow::tr("The workbench runs them as its own child processes, so quitting stops "
+                     "them: each finishes its step and writes a checkpoint (an engine still "
+                     "running after %1 s is killed). Resume continues a run later.")
+          .arg(timeout_ms / 1000));
+  QPushButton* stop = box.addButton(MainWindow::tr("Stop Runs and Quit"), QMessageBox::AcceptRole);
+  box.addButton(QMessageBox::Cancel);
+  box.setDefaultButton(QMessageBox::Cancel);
+  box.exec();
+  return box.clickedButton() == stop ? MainWindow::RunningEnginesAnswer::StopAndQuit
+                                     : MainWindow::RunningEnginesAnswer::Cancel;
+}
 
 }  // namespace
 
@@ -100,7 +122,24 @@ void MainWindow::addOtherViews() {
     if (!dir.isEmpty()) recent_->add(RecentItems::Kind::Run, dir);
   };
   connect(runs_, &RunsView::runStarted, this, remember_run);
+  // "Stop runs and quit": close again once the last engine has ended.
+  connect(runs_, &RunsView::allEnginesStopped, this, [this] {
+    if (quitting_) QMetaObject::invokeMethod(this, &QWidget::close, Qt::QueuedConnection);
+  });
   connect(runs_, &RunsView::runOpened, this, remember_run);
+  // A run that has a checkpoint is what the Predictions view runs, unless one was chosen there.
+  const auto offer_checkpoint = [this](const QString& dir) {
+    const RunModel* run = runs_->run(runs_->rowOf(dir));
+    if (!run || !predictions_->checkpoint().isEmpty()) return;
+    const QString checkpoint =
+        !run->bestCheckpoint().isEmpty() ? run->bestCheckpoint() : run->lastCheckpoint();
+    if (checkpoint.isEmpty()) return;
+    predictions_->setCheckpoint(QDir(dir).absoluteFilePath(checkpoint));
+    if (const QString as_run = QDir(dir).filePath(u"spec.txt"_qs); QFileInfo::exists(as_run))
+      predictions_->setSpec(as_run);
+  };
+  connect(runs_, &RunsView::runFinished, this, offer_checkpoint);
+  connect(runs_, &RunsView::runOpened, this, offer_checkpoint);
   connect(datasets_, &DatasetBrowser::datasetLoaded, this, [this](bool ok) {
     if (!ok || !datasets_->dataset()) return;
     recent_->add(RecentItems::Kind::Dataset, datasets_->dataset()->annotations,
@@ -336,9 +375,37 @@ void MainWindow::restoreWindowState() {
   if (view >= 0 && view < kViewCount) showView(static_cast<View>(view));
 }
 
+void MainWindow::setRunningEnginesQuestion(RunningEnginesQuestion question) {
+  running_question_ = std::move(question);
+}
+
 void MainWindow::closeEvent(QCloseEvent* event) {
+  if (quitting_) {
+    // Asked already; waiting for the engines to end (their done events still arrive here).
+    if (runs_->runningEngines() > 0) {
+      event->ignore();
+      return;
+    }
+    quitting_ = false;
+    saveWindowState();
+    event->accept();
+    return;
+  }
   if (!spec_editor_->maybeSave()) {
     event->ignore();
+    return;
+  }
+  if (const int running = runs_->runningEngines(); running > 0) {
+    const RunningEnginesAnswer answer =
+        running_question_ ? running_question_(this, running)
+                          : askAboutRunningEngines(this, running, stop_timeout_ms_);
+    event->ignore();
+    if (answer == RunningEnginesAnswer::Cancel) return;
+    quitting_ = true;
+    statusBar()->showMessage(
+        tr("Stopping %n run(s) before quitting: each writes a checkpoint…", nullptr, running));
+    showView(View::Runs);
+    runs_->stopAll(stop_timeout_ms_);
     return;
   }
   saveWindowState();

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <QMainWindow>
+#include <functional>
 
 class QAction;
 class QDockWidget;
@@ -29,6 +30,15 @@ class MainWindow : public QMainWindow {
   enum class View { Experiments, Runs, Dataset, Predictions, Warnings };
   static constexpr int kViewCount = 5;
 
+  // Closing the window while engines run: the GUI owns them as child processes, so it either
+  // stops them (each finishes its step and writes a checkpoint; killed after the stop
+  // timeout) and quits, or stays open.
+  enum class RunningEnginesAnswer { StopAndQuit, Cancel };
+  // Asked with the number of running engines; the default shows a message box. Tests
+  // answer without a modal dialog.
+  using RunningEnginesQuestion = std::function<RunningEnginesAnswer(QWidget* parent, int running)>;
+  static constexpr int kDefaultStopTimeoutMs = 30000;
+
   explicit MainWindow(QWidget* parent = nullptr);
   ~MainWindow() override;
 
@@ -44,6 +54,13 @@ class MainWindow : public QMainWindow {
   View currentView() const;
   QDockWidget* problemsDock() const { return problems_dock_; }
   QDockWidget* recentDock() const { return recent_dock_; }
+
+  RunsView* runsView() const { return runs_; }
+  PredictionView* predictionView() const { return predictions_; }
+  void setRunningEnginesQuestion(RunningEnginesQuestion question);
+  void setStopTimeout(int ms) { stop_timeout_ms_ = ms; }
+  // True between "Stop runs and quit" and the last engine ending.
+  bool isStoppingToQuit() const { return quitting_; }
 
   // Saves the geometry, the dock layout, the current view and the editor's split.
   void saveWindowState() const;
@@ -79,6 +96,9 @@ class MainWindow : public QMainWindow {
   QMenu* recent_menu_ = nullptr;
   QMenu* view_menu_ = nullptr;
   QAction* view_actions_[kViewCount] = {};
+  RunningEnginesQuestion running_question_;
+  int stop_timeout_ms_ = kDefaultStopTimeoutMs;
+  bool quitting_ = false;
 };
 
 }  // namespace mrcnn::ui

@@ -1,6 +1,7 @@
 // Runs `mrcnn-engine --spec SPEC --task inference --images PATH --out OUT [--checkpoint C]` as a
-// child process (never inference in the GUI process) and reports how it ended. The engine is
-// $MRCNN_ENGINE or the mrcnn-engine next to the running program, as the headless launcher
+// child process (never inference in the GUI process) and reports how it ended. Its stdout may
+// be JSON-lines events or plain text; OUT/results.json is what the caller reads either way. The
+// engine is $MRCNN_ENGINE or the mrcnn-engine next to the running program, as the headless launcher
 // finds it.
 #pragma once
 
@@ -35,7 +36,11 @@ class InferenceRunner : public QObject {
   const InferenceRequest& request() const { return request_; }
 
  signals:
-  void output(const QString& line);  // stderr and stdout lines, as they come
+  // stderr and stdout lines, as they come; stdout event lines (specs/events.proto) rendered
+  // as text.
+  void output(const QString& line);
+  // The engine's progress events: images done of `total`.
+  void progress(qint64 done, qint64 total);
   // ok: exit code 0; message: the engine's last error line or how it ended.
   void finished(bool ok, const QString& message);
 
@@ -43,6 +48,8 @@ class InferenceRunner : public QObject {
   QProcess* process_ = nullptr;
   InferenceRequest request_;
   QString last_error_line_;
+  bool error_from_event_ = false;
+  qint64 total_ = -1;  // images to do, from the start event
 };
 
 }  // namespace mrcnn::ui

@@ -161,6 +161,13 @@ PredictionView::PredictionView(QWidget* parent) : QWidget(parent) {
   log_->setMaximumHeight(90);
   log_->setPlaceholderText(tr("Engine output"));
   connect(runner_, &InferenceRunner::output, log_, &QPlainTextEdit::appendPlainText);
+  connect(runner_, &InferenceRunner::progress, this, [this](qint64 done, qint64 total) {
+    const InferenceRequest& r = runner_->request();
+    status_->setText(
+        total > 0
+            ? tr("Running inference on %1: %2 of %3 images").arg(r.images).arg(done).arg(total)
+            : tr("Running inference on %1: %2 images").arg(r.images).arg(done));
+  });
   connect(runner_, &InferenceRunner::finished, this, [this](bool ok, const QString& message) {
     run_image_->setEnabled(true);
     run_folder_->setEnabled(true);
@@ -212,6 +219,9 @@ void PredictionView::setCheckpoint(const QString& path) {
 QString PredictionView::statusText() const {
   return status_->text();
 }
+QString PredictionView::logText() const {
+  return log_->toPlainText();
+}
 
 double PredictionView::scoreThreshold() const {
   return threshold_->value() / 100.0;
@@ -259,8 +269,20 @@ void PredictionView::runOnCurrentImage() {
                                          tr("Images (*.jpg *.jpeg *.png *.bmp)"));
     if (image.isEmpty()) return;
   }
-  last_image_file_ = image;
-  runInference(image);
+  runOnImage(image);
+}
+
+void PredictionView::runOnImage(const QString& file) {
+  last_image_file_ = file;
+  runInference(file);
+}
+
+void PredictionView::setAnnotations(const QString& path) {
+  annotations_ = path;
+}
+
+void PredictionView::setOutputRoot(const QString& dir) {
+  output_root_ = dir;
 }
 
 void PredictionView::runOnFolder(const QString& folder) {
@@ -274,10 +296,13 @@ void PredictionView::runInference(const QString& images) {
   request.spec = spec();
   request.checkpoint = checkpoint();
   request.images = images;
-  request.out =
-      QDir(QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation))
-          .filePath(QStringLiteral("inference/") +
-                    QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss-zzz")));
+  const QString root =
+      !output_root_.isEmpty()
+          ? output_root_
+          : QDir(QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation))
+                .filePath(QStringLiteral("inference"));
+  request.out = QDir(root).filePath(
+      QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss-zzz")));
   QString error;
   if (!runner_->start(request, &error)) {
     status_->setText(tr("Cannot run inference: %1").arg(error));

@@ -58,6 +58,7 @@ class PredictionView : public QWidget {
   ImageView* groundTruthImageView() const { return truth_view_; }
   QSlider* thresholdSlider() const { return threshold_; }
   QString statusText() const;
+  QString logText() const;  // the engine's output of the last inference
 
  public slots:
   void setSpec(const QString& path);
@@ -67,7 +68,13 @@ class PredictionView : public QWidget {
   // ground truth to show beside (images matched by file name, else by id).
   void showResults(const QString& resultsJson, const QString& imageDir,
                    const QString& annotations = QString());
-  void runOnCurrentImage();
+  // Ground truth shown beside the predictions of later runs (a COCO json; empty: none).
+  void setAnnotations(const QString& path);
+  // Where each inference writes its OUT folder (a timestamped folder under it); default: the
+  // application's local data folder.
+  void setOutputRoot(const QString& dir);
+  void runOnCurrentImage();  // the image shown, else asks for one
+  void runOnImage(const QString& file);
   void runOnFolder(const QString& folder = QString());  // empty: asks for one
 
  signals:
@@ -102,6 +109,7 @@ class PredictionView : public QWidget {
   std::shared_ptr<const dataset::CocoDataset> truth_;
   QString image_dir_;
   QString annotations_;
+  QString output_root_;
   QString last_image_file_;
   QString file_caption_;  // the shown image's file name, and why it could not be read
   int current_ = -1;

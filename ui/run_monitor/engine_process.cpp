@@ -26,7 +26,7 @@ EngineProcess::~EngineProcess() {
   // little for its checkpoint before killing it.
   if (process_.state() != QProcess::NotRunning) {
     process_.disconnect(this);
-    ::kill(static_cast<pid_t>(process_.processId()), SIGINT);
+    if (process_.processId() > 0) ::kill(static_cast<pid_t>(process_.processId()), SIGINT);
     if (!process_.waitForFinished(5000)) {
       process_.kill();
       process_.waitForFinished(1000);
@@ -78,7 +78,9 @@ bool EngineProcess::resume() {
 void EngineProcess::stop() {
   if (!isRunning()) return;
   ++stop_requests_;
-  if (stop_requests_ == 1) {
+  // No pid yet (the child is still being created): kill(0, ...) would signal the GUI's own
+  // process group, so the only safe stop is QProcess's own kill.
+  if (stop_requests_ == 1 && process_.processId() > 0) {
     model_->setStopping();
     model_->appendLog(QStringLiteral("Stop: asked the engine to stop (SIGINT)"));
     ::kill(static_cast<pid_t>(process_.processId()), SIGINT);

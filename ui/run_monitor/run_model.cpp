@@ -235,7 +235,11 @@ void RunModel::addEvent(const events::Event& e) {
       for (int i = 0; i < n; ++i)
         addPoint(prefix + "_" + cocoStatNames()[i], step, stats->stats(i));
     }
+    last_eval_step_ = step;
+    last_bbox_ap_ = e.bbox().stats_size() > 0 ? e.bbox().stats(0) : -1;
+    last_segm_ap_ = e.segm().stats_size() > 0 ? e.segm().stats(0) : -1;
     QString line = QStringLiteral("eval at step %1").arg(e.step());
+    if (e.images() > 0) line += QStringLiteral(" on %1 images").arg(e.images());
     if (e.bbox().stats_size() > 0)
       line += QStringLiteral(": bbox AP %1").arg(e.bbox().stats(0), 0, 'f', 4);
     if (e.segm().stats_size() > 0)
@@ -243,11 +247,13 @@ void RunModel::addEvent(const events::Event& e) {
     log_.append(line);
   } else if (type == "checkpoint") {
     last_checkpoint_ = text(e.path());
+    last_checkpoint_step_ = static_cast<double>(e.step());
     if (e.best()) best_checkpoint_ = last_checkpoint_;
     log_.append(QStringLiteral("checkpoint at step %1: %2%3")
                     .arg(e.step())
                     .arg(last_checkpoint_, e.best() ? QStringLiteral(" (best)") : QString()));
   } else if (type == "warning") {
+    ++engine_warning_count_;
     log_.append(QStringLiteral("warning [%1]: %2").arg(text(e.code()), text(e.message())));
   } else if (type == "error") {
     last_error_ = e.code().empty()
@@ -268,7 +274,11 @@ void RunModel::addEvent(const events::Event& e) {
     log_.append(QStringLiteral("done: %1%2")
                     .arg(done_status_, summary_.isEmpty() ? QString() : " — " + summary_));
   } else if (type == "log") {
-    log_.append(text(e.text()));
+    // The engine's free text may end in a newline of its own; the log adds one per entry.
+    QString t = text(e.text());
+    while (t.endsWith(u'\n'))
+      t.chop(1);
+    log_.append(t);
   } else {
     ++warning_count_;
     log_.append(QStringLiteral("(event of unknown type \"%1\" ignored)").arg(type));
@@ -289,10 +299,23 @@ std::optional<RunModel::Loaded> RunModel::loadFile(const QString& runDirOrFile, 
   Loaded loaded;
   loaded.model.run_dir_ = QFileInfo(path).absolutePath();
   const QString name = QFileInfo(path).fileName();
+  loaded.path = path;
   int number = 0;
   while (!file.atEnd()) {
+    const QByteArray bytes = file.readLine();
     ++number;
-    const QString line = QString::fromUtf8(file.readLine());
+    if (!bytes.endsWith('\n') &&
+        !events::parseJsonLine(std::string_view(bytes.constData(), bytes.size()))) {
+      // The last line, unfinished: the engine was killed while writing it, or is writing it
+      // now (a follower reads it whole later, from loaded.bytes on).
+      loaded.warnings.append(QStringLiteral("%1:%2: the last line is incomplete: %3")
+                                 .arg(name)
+                                 .arg(number)
+                                 .arg(clipped(QString::fromUtf8(bytes).trimmed(), 80)));
+      break;
+    }
+    loaded.bytes += bytes.size();
+    const QString line = QString::fromUtf8(bytes);
     const LineResult r = loaded.model.addLine(line);
     if (!r.warning.isEmpty())
       loaded.warnings.append(QStringLiteral("%1:%2: %3").arg(name).arg(number).arg(r.warning));
@@ -300,6 +323,8 @@ std::optional<RunModel::Loaded> RunModel::loadFile(const QString& runDirOrFile, 
   // A run that never said it was done and has no process behind it was cut short (the
   // engine or the machine died); the events cannot tell which.
   if (loaded.model.status_ == RunStatus::Running || loaded.model.status_ == RunStatus::Stopping) {
+    loaded.cut_short = true;
+    loaded.model.cut_short_ = true;
     loaded.model.status_ = RunStatus::Crashed;
     if (loaded.model.last_error_.isEmpty())
       loaded.model.last_error_ = QStringLiteral(
@@ -307,6 +332,15 @@ std::optional<RunModel::Loaded> RunModel::loadFile(const QString& runDirOrFile, 
           "elsewhere)");
   }
   return loaded;
+}
+
+bool RunModel::setFollowed() {
+  if (!cut_short_ || status_ != RunStatus::Crashed) return false;
+  cut_short_ = false;
+  followed_ = true;
+  status_ = RunStatus::Running;
+  last_error_.clear();
+  return true;
 }
 
 void RunModel::setProcessExit(const ProcessExit& exit) {
@@ -378,6 +412,30 @@ double RunModel::progress() const {
   return std::clamp(step_ / total_steps_, 0.0, 1.0);
 }
 
+QString RunModel::detailsLine() const {
+  QStringList parts;
+  if (!last_checkpoint_.isEmpty()) {
+    QString c = QStringLiteral("checkpoint: %1 (step %2)")
+                    .arg(QFileInfo(last_checkpoint_).fileName())
+                    .arg(last_checkpoint_step_);
+    if (!best_checkpoint_.isEmpty() && best_checkpoint_ != last_checkpoint_)
+      c += QStringLiteral(", best: %1").arg(QFileInfo(best_checkpoint_).fileName());
+    else if (!best_checkpoint_.isEmpty())
+      c += QStringLiteral(", the best");
+    parts << c;
+  }
+  if (last_eval_step_ >= 0) {
+    QString e = QStringLiteral("eval at step %1:").arg(last_eval_step_);
+    if (last_bbox_ap_ >= 0) e += QStringLiteral(" bbox AP %1").arg(last_bbox_ap_, 0, 'f', 3);
+    if (last_segm_ap_ >= 0) e += QStringLiteral(", segm AP %1").arg(last_segm_ap_, 0, 'f', 3);
+    parts << e;
+  }
+  if (engine_warning_count_ > 0)
+    parts
+        << QStringLiteral("%1 warning(s) from the engine (see the log)").arg(engine_warning_count_);
+  return parts.join(QStringLiteral(" · "));
+}
+
 QString RunModel::statusLine() const {
   switch (status_) {
     case RunStatus::Ok:
@@ -399,7 +457,10 @@ QString RunModel::statusLine() const {
     case RunStatus::Stopping:
       return QStringLiteral("Stopping: the engine finishes its step and writes a checkpoint…");
     case RunStatus::Running:
-      return QStringLiteral("Running %1 on %2").arg(task_, device_);
+      return followed_
+                 ? QStringLiteral("Running %1 on %2, started elsewhere: following its events.jsonl")
+                       .arg(task_, device_)
+                 : QStringLiteral("Running %1 on %2").arg(task_, device_);
     case RunStatus::NotStarted:
       return QStringLiteral("Starting the engine…");
   }

@@ -80,6 +80,12 @@ class RunModel {
   struct Loaded;
   static std::optional<Loaded> loadFile(const QString& runDirOrFile, QString* error = nullptr);
 
+  // A run reopened from its events.jsonl that ends without a done event is Crashed unless
+  // it is being followed (its engine runs elsewhere, e.g. headless in a terminal): then it is
+  // Running again. False when the events did not end that way.
+  bool setFollowed();
+  bool isFollowed() const { return followed_; }
+
   // The engine process ended: decides between Ok, Stopped, Failed and Crashed.
   void setProcessExit(const ProcessExit& exit);
   // An engine is being started on this run (again): what the last one said about how it
@@ -116,9 +122,18 @@ class RunModel {
   const QStringList& log() const { return log_; }
   int eventCount() const { return event_count_; }
   int warningCount() const { return warning_count_; }
-  // The last checkpoint written (empty if none) and the best one.
+  // The last checkpoint written (empty if none), the step it holds, and the best one.
   QString lastCheckpoint() const { return last_checkpoint_; }
+  double lastCheckpointStep() const { return last_checkpoint_step_; }
   QString bestCheckpoint() const { return best_checkpoint_; }
+  // Warning events the engine sent (bad images or annotations, a NaN loss skipped, ...).
+  int engineWarnings() const { return engine_warning_count_; }
+  // The last evaluation: its step (-1 when none) and AP of each IoU type (-1 when absent).
+  double lastEvalStep() const { return last_eval_step_; }
+  double lastBboxAp() const { return last_bbox_ap_; }
+  double lastSegmAp() const { return last_segm_ap_; }
+  // Checkpoints, the last evaluation and the engine's warnings in one line ("" when none).
+  QString detailsLine() const;
 
   // One line a human reads about how the run ended or where it is.
   QString statusLine() const;
@@ -143,11 +158,19 @@ class RunModel {
   int event_count_ = 0;
   int warning_count_ = 0;
   QString last_checkpoint_, best_checkpoint_;
+  double last_checkpoint_step_ = -1;
+  int engine_warning_count_ = 0;
+  double last_eval_step_ = -1, last_bbox_ap_ = -1, last_segm_ap_ = -1;
+  bool cut_short_ = false;
+  bool followed_ = false;
 };
 
 struct RunModel::Loaded {
   RunModel model;
   QStringList warnings;
+  QString path;            // the events file read
+  qint64 bytes = 0;        // up to the end of its last complete line
+  bool cut_short = false;  // the events end without a done event
 };
 
 }  // namespace mrcnn::ui

@@ -1,5 +1,6 @@
 #include "ui/run_monitor/run_plot.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "ui/run_monitor/run_model.h"
@@ -166,12 +167,19 @@ void RunPlot::updateRanges() {
     }
   }
   if (!any) return;
+  // Every plot spans the runs' steps from 0, so that an evaluation every few hundred steps
+  // (one point early on) lines up with the losses above it instead of filling a plot alone.
+  for (const PlotRun& r : runs_)
+    if (r.model) x.upper = std::max(x.upper, r.model->step());
+  x.lower = std::min(x.lower, 0.0);
   if (x.size() <= 0) x = QCPRange(x.lower - 1, x.upper + 1);
   xAxis->setRange(x);
   if (log_scale_) {
     if (y.lower <= 0) y.lower = y.upper > 0 ? y.upper * 1e-4 : 1e-6;
     yAxis->setRange(y.lower / 1.3, y.upper * 1.3);
   } else {
+    // mAP reads against 0 (an AP of 0.02 is not "high" because it is the only point).
+    if (spec_.markers) y.lower = std::min(y.lower, 0.0);
     const double pad = y.size() > 0 ? y.size() * 0.06 : std::max(std::abs(y.upper) * 0.1, 1e-3);
     yAxis->setRange(y.lower - pad, y.upper + pad);
   }

@@ -2,8 +2,10 @@
 
 #include <QApplication>
 #include <QCheckBox>
+#include <QDateTime>
 #include <QDir>
 #include <QEvent>
+#include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QGridLayout>
@@ -20,6 +22,7 @@
 #include <QSplitter>
 #include <QTreeWidget>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
 
 #include "ui/run_monitor/engine_process.h"
@@ -73,12 +76,23 @@ struct RunsView::Run {
   EngineProcess* process = nullptr;  // owned by the view (QObject child)
   QTreeWidgetItem* item = nullptr;
   int serial = 0;
+  // Following an events.jsonl another engine appends to (empty path: not following).
+  QString follow_path;
+  qint64 follow_offset = 0;
 };
 
 RunsView::RunsView(QWidget* parent) : QWidget(parent) {
   refresh_timer_.setSingleShot(true);
   refresh_timer_.setInterval(kRefreshIntervalMs);
   connect(&refresh_timer_, &QTimer::timeout, this, &RunsView::refreshNow);
+  stop_all_deadline_.setSingleShot(true);
+  connect(&stop_all_deadline_, &QTimer::timeout, this, [this] {
+    // The grace period is over: a second stop kills what still runs.
+    for (auto& run : runs_)
+      if (run->process && run->process->isRunning()) run->process->stop();
+  });
+  follow_timer_.setInterval(kFollowIntervalMs);
+  connect(&follow_timer_, &QTimer::timeout, this, &RunsView::followRuns);
   buildUi();
   applyPalette();
 }
@@ -183,6 +197,10 @@ void RunsView::buildUi() {
   status_->setWordWrap(true);
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   top_layout->addWidget(status_);
+  details_ = new QLabel(top);
+  details_->setWordWrap(true);
+  details_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  top_layout->addWidget(details_);
   progress_ = new QProgressBar(top);
   progress_->setRange(0, 1000);
   progress_->setValue(0);
@@ -322,11 +340,17 @@ EngineProcess* RunsView::ensureProcess(Run& run) {
   connect(run.process, &EngineProcess::finished, this, [this, raw] {
     scheduleRefresh();
     emit runFinished(raw->dir);
+    if (stopping_all_ && runningEngines() == 0) {
+      stopping_all_ = false;
+      stop_all_deadline_.stop();
+      emit allEnginesStopped();
+    }
   });
   return run.process;
 }
 
-void RunsView::startRun(const QString& specPath, const QString& task, const QString& runDir) {
+void RunsView::startRun(const QString& specPath, const QString& task, const QString& runDir,
+                        const QStringList& overrides) {
   const QString dir =
       runDir.isEmpty() ? QString() : QDir::cleanPath(QFileInfo(runDir).absoluteFilePath());
   int row = dir.isEmpty() ? -1 : rowOf(dir);
@@ -352,10 +376,12 @@ void RunsView::startRun(const QString& specPath, const QString& task, const QStr
     row = addRun(std::move(run));
   }
   Run& run = *runs_[row];
+  run.follow_path.clear();  // this window runs it now
   EngineProcess::Options options;
   options.spec_path = specPath;
   options.task = task.isEmpty() ? QStringLiteral("train") : task;
   options.run_dir = dir;
+  options.overrides = overrides;
   ensureProcess(run)->start(options);
   selectRows({row});
   emit runStarted(dir);
@@ -386,6 +412,15 @@ void RunsView::openRun(const QString& runDir) {
     if (!loaded->warnings.isEmpty())
       run.model.appendLog(
           tr("%n line(s) of events.jsonl could not be used", "", loaded->warnings.size()));
+    run.follow_path.clear();
+    const QDateTime changed = QFileInfo(loaded->path).lastModified();
+    if (loaded->cut_short && changed.secsTo(QDateTime::currentDateTime()) < kFollowRecentSeconds &&
+        run.model.setFollowed()) {
+      run.follow_path = loaded->path;
+      run.follow_offset = loaded->bytes;
+      run.model.appendLog(tr("Following %1: its engine runs elsewhere").arg(loaded->path));
+      follow_timer_.start();
+    }
   } else {
     run.model.setUnreadable(error);
   }
@@ -393,9 +428,53 @@ void RunsView::openRun(const QString& runDir) {
   emit runOpened(dir);
 }
 
+void RunsView::followRuns() {
+  bool any = false;
+  for (auto& run : runs_) {
+    if (run->follow_path.isEmpty()) continue;
+    QFile file(run->follow_path);
+    if (!file.open(QIODevice::ReadOnly) || file.size() < run->follow_offset) {
+      // Gone or rewritten: what was read stays, following ends.
+      run->model.appendLog(tr("Stopped following %1: it can no longer be read from where it was")
+                               .arg(run->follow_path));
+      run->follow_path.clear();
+      scheduleRefresh();
+      continue;
+    }
+    file.seek(run->follow_offset);
+    const QByteArray bytes = file.readAll();
+    const qsizetype end = bytes.lastIndexOf('\n') + 1;  // complete lines only
+    for (const QByteArray& line : bytes.left(end).split('\n')) {
+      if (line.isEmpty()) continue;
+      const LineResult r = run->model.addLine(QString::fromUtf8(line));
+      if (!r.warning.isEmpty()) run->model.appendLog(r.warning);
+    }
+    run->follow_offset += end;
+    if (end > 0) scheduleRefresh();
+    if (isFinished(run->model.status()))
+      run->follow_path.clear();  // it said done
+    else
+      any = true;
+  }
+  if (!any) follow_timer_.stop();
+}
+
 void RunsView::stopCurrent() {
   if (current_ < 0) return;
   if (EngineProcess* p = runs_[current_]->process; p && p->isRunning()) p->stop();
+  scheduleRefresh();
+}
+
+void RunsView::stopAll(int timeoutMs) {
+  if (runningEngines() == 0) {
+    emit allEnginesStopped();
+    return;
+  }
+  stopping_all_ = true;
+  for (auto& run : runs_)
+    if (run->process && run->process->isRunning() && run->process->stopRequests() == 0)
+      run->process->stop();
+  stop_all_deadline_.start(std::max(0, timeoutMs));
   scheduleRefresh();
 }
 
@@ -494,6 +573,8 @@ void RunsView::updateCurrentPanel(bool full_log) {
   if (!run) {
     status_->setText(tr("No run selected. Start a task from a spec, or open a run directory."));
     status_->setStyleSheet({});
+    details_->clear();
+    details_->hide();
     progress_->setValue(0);
     progress_->setFormat(QString());
     stop_->setEnabled(false);
@@ -505,6 +586,9 @@ void RunsView::updateCurrentPanel(bool full_log) {
   const RunModel& m = run->model;
   const RunStatus st = m.status();
   status_->setText(m.statusLine());
+  const QString details = m.detailsLine();
+  details_->setText(details);
+  details_->setVisible(!details.isEmpty());
   if (st == RunStatus::Failed || st == RunStatus::Crashed || st == RunStatus::Unreadable) {
     // A warning colour that keeps its contrast with the palette's window colour.
     const QColor warn = isDark(palette()) ? QColor::fromHslF(0.0f, 0.85f, 0.70f)
@@ -577,6 +661,9 @@ void RunsView::setLogScale(bool on) {
 
 QString RunsView::statusText() const {
   return status_->text();
+}
+QString RunsView::detailsText() const {
+  return details_->text();
 }
 QString RunsView::logText() const {
   return log_->toPlainText();

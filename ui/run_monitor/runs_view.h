@@ -36,6 +36,11 @@ class RunsView : public QWidget {
 
  public:
   static constexpr int kRefreshIntervalMs = 40;
+  // A reopened run whose events end without a done event and whose events.jsonl changed this
+  // recently is taken as running elsewhere (headless, another window) and followed: its new
+  // lines are read every kFollowIntervalMs.
+  static constexpr int kFollowRecentSeconds = 600;
+  static constexpr int kFollowIntervalMs = 1000;
 
   explicit RunsView(QWidget* parent = nullptr);
   ~RunsView() override;
@@ -66,6 +71,8 @@ class RunsView : public QWidget {
   // The status line above the plots (how the current run ended, a crash with its last
   // error and exit status), the log pane's text, the progress bar's text.
   QString statusText() const;
+  // Checkpoints, the last evaluation and the engine's warnings of the current run.
+  QString detailsText() const;
   QString logText() const;
   QString progressText() const;
   bool stopEnabled() const;
@@ -76,13 +83,18 @@ class RunsView : public QWidget {
   bool exportCsv(const QString& path, QString* error = nullptr);
 
  public slots:
-  // Runs `mrcnn-engine --spec specPath --task task --run-dir runDir` and follows it. A run
-  // directory that already has events (train resuming) shows its earlier curves too.
-  void startRun(const QString& specPath, const QString& task, const QString& runDir);
+  // Runs `mrcnn-engine --spec specPath --task task --run-dir runDir [--set o]...` and follows
+  // it. A run directory that already has events (train resuming) shows its earlier curves too.
+  // Resume passes the same overrides again (the spec as run already holds them).
+  void startRun(const QString& specPath, const QString& task, const QString& runDir,
+                const QStringList& overrides = {});
   // Reopens a run from <runDir>/events.jsonl (a warning per bad line goes to its log).
   void openRun(const QString& runDir);
   void stopCurrent();    // graceful stop; a second call kills
   void resumeCurrent();  // --task train again on the current run's directory
+  // Asks every running engine to stop gracefully; those still running after `timeoutMs` are
+  // killed. allEnginesStopped() follows once none runs (at once when none was running).
+  void stopAll(int timeoutMs);
   // Redraws now if anything changed (the timer calls it).
   void refreshNow();
 
@@ -90,6 +102,7 @@ class RunsView : public QWidget {
   void runStarted(const QString& runDir);
   void runFinished(const QString& runDir);
   void runOpened(const QString& runDir);
+  void allEnginesStopped();
 
  protected:
   void changeEvent(QEvent* event) override;
@@ -101,6 +114,7 @@ class RunsView : public QWidget {
   int addRun(std::unique_ptr<Run> run);
   EngineProcess* ensureProcess(Run& run);
   void scheduleRefresh();
+  void followRuns();  // reads what the followed runs' engines appended
   void onSelectionChanged();
   void rebuildPlots();
   void updateRunItem(Run& run);
@@ -120,6 +134,7 @@ class RunsView : public QWidget {
   QTreeWidget* list_ = nullptr;
   QLabel* legend_ = nullptr;
   QLabel* status_ = nullptr;
+  QLabel* details_ = nullptr;
   QProgressBar* progress_ = nullptr;
   QPushButton* stop_ = nullptr;
   QPushButton* resume_ = nullptr;
@@ -131,6 +146,9 @@ class RunsView : public QWidget {
   QList<RunPlot*> plots_;
 
   QTimer refresh_timer_;
+  QTimer stop_all_deadline_;
+  QTimer follow_timer_;
+  bool stopping_all_ = false;
   bool dirty_ = false;
   bool selection_dirty_ = false;
   int replot_count_ = 0;

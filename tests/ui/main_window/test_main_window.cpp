@@ -1,11 +1,14 @@
 // The main window: it opens with its views, docks, menus and shortcuts; recent specs are
 // kept across sessions; the window's geometry, docks and current view are restored; the
-// title shows the spec and its modified flag; the About box's versions are real.
+// title shows the spec and its modified flag; the About box's versions are real; closing with
+// engines running asks, and "Stop runs and quit" stops them (gracefully, else killed after the
+// stop timeout) before the window closes.
 #include <google/protobuf/stubs/common.h>
 
 #include <QAction>
 #include <QDir>
 #include <QDockWidget>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QMenu>
 #include <QMenuBar>
@@ -23,6 +26,8 @@
 #include "ui/main_window/recent_items.h"
 #include "ui/main_window/versions.h"
 #include "ui/predictions/prediction_view.h"
+#include "ui/run_monitor/engine_process.h"
+#include "ui/run_monitor/run_model.h"
 #include "ui/run_monitor/runs_view.h"
 #include "ui/spec_editor/field_editors.h"
 #include "ui/spec_editor/spec_editor.h"
@@ -211,6 +216,93 @@ class MainWindowTest : public QObject {
     QCOMPARE(again.dockWidgetArea(again.problemsDock()), Qt::RightDockWidgetArea);
     const QList<int> sizes = again.specEditor()->splitter()->sizes();
     QVERIFY2(sizes[0] < sizes[1], qPrintable(u"%1 %2"_qs.arg(sizes[0]).arg(sizes[1])));
+  }
+
+  // Closing while an engine trains: Cancel keeps the window and the engine; "Stop runs and
+  // quit" stops it gracefully (done stopped, a checkpoint) and then closes.
+  void closingWithARunningEngineAsksAndStopsIt() {
+    QTemporaryDir dir;
+    qputenv("MRCNN_ENGINE", MRCNN_FAKE_ENGINE);
+    qputenv("FAKE_ENGINE_MODE", "stop");
+    MainWindow window;
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    RunsView* runs = window.runsView();
+    runs->startRun(u"/specs/s.txt"_qs, u"train"_qs, dir.path());
+    QTRY_VERIFY(runs->run(0)->step() >= 2);
+    QCOMPARE(runs->runningEngines(), 1);
+
+    QList<int> asked;
+    window.setRunningEnginesQuestion([&asked](QWidget*, int running) {
+      asked << running;
+      return MainWindow::RunningEnginesAnswer::Cancel;
+    });
+    QVERIFY(!window.close());
+    QCOMPARE(asked, QList<int>{1});
+    QVERIFY(window.isVisible());
+    QCOMPARE(runs->runningEngines(), 1);  // still training
+    QCOMPARE(runs->engine(0)->stopRequests(), 0);
+
+    window.setRunningEnginesQuestion([&asked](QWidget*, int running) {
+      asked << running;
+      return MainWindow::RunningEnginesAnswer::StopAndQuit;
+    });
+    QElapsedTimer clock;
+    clock.start();
+    QVERIFY(!window.close());  // not yet: the engine is stopping
+    QVERIFY(window.isStoppingToQuit());
+    QCOMPARE(window.currentView(), MainWindow::View::Runs);
+    QTRY_VERIFY_WITH_TIMEOUT(!window.isVisible(), 10000);
+    QCOMPARE(asked, (QList<int>{1, 1}));
+    QCOMPARE(runs->runningEngines(), 0);
+    QCOMPARE(runs->run(0)->status(), RunStatus::Stopped);  // graceful: done stopped
+    QCOMPARE(runs->engine(0)->stopRequests(), 1);
+    QVERIFY(runs->run(0)->lastCheckpoint().endsWith(u".pt"_qs));
+    // The run's checkpoint is what Predictions runs with (none was chosen there).
+    QCOMPARE(window.predictionView()->checkpoint(),
+             QDir(dir.path()).absoluteFilePath(runs->run(0)->lastCheckpoint()));
+    QVERIFY(clock.elapsed() < MainWindow::kDefaultStopTimeoutMs);
+    QVERIFY(!window.isStoppingToQuit());
+    qunsetenv("FAKE_ENGINE_MODE");
+    qunsetenv("MRCNN_ENGINE");
+  }
+
+  // An engine that ignores the graceful stop is killed once the stop timeout is over, and the
+  // window still closes.
+  void closingKillsAnEngineThatDoesNotStop() {
+    QTemporaryDir dir;
+    const QString engine = dir.filePath(u"stubborn-engine"_qs);
+    {
+      QFile script(engine);
+      QVERIFY(script.open(QIODevice::WriteOnly));
+      script.write(
+          "#!/bin/sh\ntrap '' INT TERM\n"
+          "echo '{\"v\":1,\"type\":\"start\",\"time\":1,\"task\":\"train\","
+          "\"totalSteps\":100}'\n"
+          "while :; do sleep 0.05; done\n");
+      script.close();
+      script.setPermissions(QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
+    }
+    qputenv("MRCNN_ENGINE", engine.toLocal8Bit());
+    MainWindow window;
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    RunsView* runs = window.runsView();
+    runs->startRun(u"/specs/s.txt"_qs, u"train"_qs, dir.filePath(u"run"_qs));
+    QTRY_COMPARE(runs->run(0)->status(), RunStatus::Running);
+    window.setStopTimeout(300);
+    window.setRunningEnginesQuestion(
+        [](QWidget*, int) { return MainWindow::RunningEnginesAnswer::StopAndQuit; });
+    QElapsedTimer clock;
+    clock.start();
+    QVERIFY(!window.close());
+    QTRY_VERIFY_WITH_TIMEOUT(!window.isVisible(), 10000);
+    QVERIFY2(clock.elapsed() >= 300, "closed before the stop timeout");
+    QCOMPARE(runs->runningEngines(), 0);
+    QCOMPARE(runs->engine(0)->stopRequests(), 2);  // SIGINT ignored, then killed
+    QCOMPARE(runs->run(0)->status(), RunStatus::Crashed);
+    QVERIFY(runs->run(0)->processExit()->signal);
+    qunsetenv("MRCNN_ENGINE");
   }
 
   void aboutShowsRealVersions() {

@@ -304,6 +304,52 @@ class PredictionViewTest : public QObject {
     qunsetenv("MRCNN_ENGINE");
   }
 
+  // The engine's stdout as JSON-lines events: shown as text (not raw JSON), its progress
+  // counted, and an error event is the message a failure shows (over a stderr line).
+  void engineEventsAreReadAsEvents() {
+    const QString engine = dir_.filePath("event-engine.sh");
+    QFile script(engine);
+    QVERIFY(script.open(QIODevice::WriteOnly));
+    script.write(
+        "#!/bin/sh\n"
+        "echo '{\"v\":1,\"type\":\"start\",\"time\":1,\"task\":\"inference\",\"device\":\"cpu\","
+        "\"totalSteps\":\"3\"}'\n"
+        "echo '{\"v\":1,\"type\":\"progress\",\"time\":2,\"step\":\"1\"}'\n"
+        "echo '{\"v\":1,\"type\":\"warning\",\"time\":2,\"code\":\"corrupt_image\","
+        "\"message\":\"b.jpg: truncated JPEG; skipped\"}'\n"
+        "echo 'error: something on stderr' >&2\n"
+        "echo '{\"v\":1,\"type\":\"error\",\"time\":3,\"code\":\"bad_checkpoint\","
+        "\"message\":\"ck.pt: not a checkpoint\",\"exitCode\":4}'\n"
+        "echo '{\"v\":1,\"type\":\"done\",\"time\":3,\"status\":\"failed\"}'\n"
+        "exit 4\n");
+    script.close();
+    script.setPermissions(script.permissions() | QFileDevice::ExeOwner);
+    qputenv("MRCNN_ENGINE", engine.toUtf8());
+    InferenceRunner runner;
+    QStringList lines;
+    QList<QPair<qint64, qint64>> progress;
+    connect(&runner, &InferenceRunner::output, this, [&lines](const QString& l) { lines << l; });
+    connect(&runner, &InferenceRunner::progress, this, [&progress](qint64 done, qint64 total) {
+      progress.append({done, total});
+    });
+    QSignalSpy finished(&runner, &InferenceRunner::finished);
+    QString error;
+    QVERIFY2(runner.start({engine, "ck.pt", valImages(), dir_.filePath("ev_out")}, &error),
+             qPrintable(error));
+    QVERIFY(finished.wait(20000));
+    QCOMPARE(finished[0][0].toBool(), false);
+    const QString message = finished[0][1].toString();
+    QVERIFY2(
+        message.contains("code 4") && message.contains("[bad_checkpoint] ck.pt: not a checkpoint"),
+        qPrintable(message));
+    for (const QString& l : lines)
+      QVERIFY2(!l.startsWith('{'), qPrintable(l));
+    QVERIFY(lines.contains("start: inference on cpu"));
+    QVERIFY(lines.contains("warning [corrupt_image]: b.jpg: truncated JPEG; skipped"));
+    QCOMPARE(progress, (QList<QPair<qint64, qint64>>{{1, 3}}));
+    qunsetenv("MRCNN_ENGINE");
+  }
+
   // docs/screenshots/predictions.png when MRCNN_SCREENSHOTS names a folder: tinycoco's ground
   // truth as detections, side by side with the ground truth, threshold 0.3.
   void screenshot() {

@@ -6,6 +6,7 @@
 // MRCNN_WRITE_SCREENSHOTS is set).
 #include <signal.h>
 
+#include <QDateTime>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QImage>
@@ -602,6 +603,56 @@ class RunMonitorTest : public QObject {
   }
 
   // A directory without events: listed with the reason, not a crash or a silent no-op.
+  // A run whose events end without done and whose file is fresh runs elsewhere (headless in a
+  // terminal): it is followed, its new lines plotted, until it says done; an old one that
+  // ends that way was cut short.
+  void runningElsewhereIsFollowed() {
+    QTemporaryDir dir;
+    const QString events = dir.filePath("events.jsonl");
+    const QStringList lines = realisticRun(20, 7, 0.3, 0.01, 10);
+    const int half = 12;  // start, log and ten progress events
+    writeLines(events, lines.mid(0, half));
+    {  // half a line more: the engine is writing it
+      QFile f(events);
+      QVERIFY(f.open(QIODevice::Append));
+      f.write(lines[half].left(20).toUtf8());
+    }
+    RunsView view;
+    view.openRun(dir.path());
+    const RunModel* m = view.run(0);
+    QCOMPARE(m->status(), RunStatus::Running);
+    QVERIFY(m->isFollowed());
+    QVERIFY2(view.statusText().contains("following"), qPrintable(view.statusText()));
+    QVERIFY(!view.resumeEnabled() && !view.stopEnabled());  // not this window's engine
+    const int before = m->series("loss_total")->size();
+    QCOMPARE(before, half - 2);
+    {  // the rest of that line and the rest of the run
+      QFile f(events);
+      QVERIFY(f.open(QIODevice::Append));
+      f.write(lines[half].mid(20).toUtf8() + '\n');
+      for (int i = half + 1; i < lines.size(); ++i)
+        f.write((lines[i] + '\n').toUtf8());
+    }
+    QTRY_COMPARE_WITH_TIMEOUT(m->status(), RunStatus::Ok, 5000);
+    QCOMPARE(m->series("loss_total")->size(), 20);
+    QVERIFY(m->series("bbox_AP") && m->series("bbox_AP")->size() == 2);
+    QCOMPARE(m->warningCount(), 0);  // the line written in two pieces was read whole
+
+    // The same events, last changed long ago: cut short, not followed.
+    QTemporaryDir old;
+    writeLines(old.filePath("events.jsonl"), lines.mid(0, half));
+    {
+      QFile f(old.filePath("events.jsonl"));
+      QVERIFY(f.open(QIODevice::ReadWrite));
+      QVERIFY(
+          f.setFileTime(QDateTime::currentDateTime().addSecs(-2 * RunsView::kFollowRecentSeconds),
+                        QFileDevice::FileModificationTime));
+    }
+    view.openRun(old.path());
+    QCOMPARE(view.run(1)->status(), RunStatus::Crashed);
+    QVERIFY(!view.run(1)->isFollowed());
+  }
+
   void openingAMissingRunSaysWhy() {
     QTemporaryDir dir;
     RunsView view;
