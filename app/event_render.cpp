@@ -99,7 +99,7 @@ std::string EventRenderer::render(const events::Event& e) {
     last_progress_ = e;
     if (!options_.tty) return progressLine(e) + "\n";
     std::string out;
-    if ((progress_count_ - 1) % options_.loss_every == 0) {
+    if (e.has_losses() && (progress_count_ - 1) % options_.loss_every == 0) {
       out += kClearLine + lossLine(e) + "\n";
     } else {
       out += kClearLine;
@@ -140,7 +140,13 @@ std::string EventRenderer::render(const events::Event& e) {
     if (!e.summary().empty()) out += "  " + e.summary() + "\n";
     return out;
   }
-  if (type == "log") return printLine(e.text());
+  if (type == "log") {
+    // The text is a line (or lines) of its own: a trailing newline is not an empty line.
+    std::string text = e.text();
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r'))
+      text.pop_back();
+    return text.empty() ? std::string() : printLine(text);
+  }
   // A type this launcher does not know (a newer engine): say what it is, briefly.
   return printLine("[" + type + "]");
 }
@@ -155,7 +161,7 @@ std::string EventRenderer::start(const events::Event& e) {
   if (total_steps_ > 0) {
     text += start_step_ > 0 ? ": resuming at step " + std::to_string(start_step_) + " of " +
                                   std::to_string(total_steps_)
-                            : ": " + std::to_string(total_steps_) + " steps";
+                            : ": " + std::to_string(total_steps_) + " " + unit();
   }
   if (!e.run_dir().empty()) text += "; run directory " + e.run_dir();
   return text;
@@ -171,8 +177,17 @@ double EventRenderer::etaSeconds(const events::Event& e) const {
   return -1;
 }
 
+std::string EventRenderer::unit() const {
+  return task_ == "inference" ? "images" : "steps";
+}
+
+std::string EventRenderer::counted(const events::Event& e) const {
+  // A task counting items (inference: images) sends progress without losses.
+  return (e.has_losses() || task_ != "inference" ? "step " : "images ") + std::to_string(e.step());
+}
+
 std::string EventRenderer::progressLine(const events::Event& e) const {
-  std::string text = "step " + std::to_string(e.step());
+  std::string text = counted(e);
   if (total_steps_ > 0) {
     text += "/" + std::to_string(total_steps_) +
             format(" (%.0f%%)",
@@ -181,7 +196,7 @@ std::string EventRenderer::progressLine(const events::Event& e) const {
   if (e.images_per_second() > 0) text += format("  %.2f img/s", e.images_per_second());
   const double eta = etaSeconds(e);
   if (eta >= 0) text += "  ETA " + duration(eta);
-  return text + "  " + lossLine(e);
+  return e.has_losses() ? text + "  " + lossLine(e) : text;
 }
 
 std::string EventRenderer::lossLine(const events::Event& e) const {
@@ -202,7 +217,7 @@ std::string EventRenderer::lossLine(const events::Event& e) const {
 }
 
 std::string EventRenderer::bar(const events::Event& e) const {
-  std::string left = "step " + std::to_string(e.step());
+  std::string left = counted(e);
   std::string right;
   if (total_steps_ > 0) {
     left += "/" + std::to_string(total_steps_);
@@ -212,7 +227,7 @@ std::string EventRenderer::bar(const events::Event& e) const {
   if (e.images_per_second() > 0) right += format("  %.2f img/s", e.images_per_second());
   const double eta = etaSeconds(e);
   if (eta >= 0) right += "  ETA " + duration(eta);
-  right += "  loss " + loss(e.losses().total());
+  if (e.has_losses()) right += "  loss " + loss(e.losses().total());
   // The bar takes what the line has left, at most 40 columns, at least 10.
   const int room = options_.width - 1 - static_cast<int>(left.size() + right.size()) - 4;
   if (total_steps_ == 0 || room < 10)
@@ -226,6 +241,7 @@ std::string EventRenderer::bar(const events::Event& e) const {
 }
 
 std::string EventRenderer::evalTable(const events::Event& e) {
+  ++evaluations_;
   const bool has_segm = e.has_segm() && e.segm().stats_size() > 0;
   if (e.bbox().stats_size() > 0) {
     const double ap = e.bbox().stats(0);
@@ -279,14 +295,19 @@ std::string EventRenderer::summary(const std::string& status, double elapsed) co
   std::ostringstream o;
   o << task_ << " " << (status == "ok" ? "finished" : status);
   if (elapsed > 0) o << " after " << duration(elapsed);
-  if (last_progress_) {
+  if (last_progress_ && last_progress_->has_losses()) {
     o << ": step " << last_progress_->step();
     if (total_steps_ > 0) o << " of " << total_steps_;
     o << ", loss " << loss(last_progress_->losses().total());
+  } else if (last_progress_) {
+    o << ": " << last_progress_->step();
+    if (total_steps_ > 0) o << " of " << total_steps_;
+    o << " " << unit();
   }
   o << "\n";
   if (best_bbox_ || best_segm_) {
-    o << "  best";
+    // One evaluation (the evaluate task) has no "best".
+    o << (evaluations_ > 1 || task_ == "train" ? "  best" : " ");
     if (best_bbox_)
       o << " bbox AP " << format("%.3f", best_bbox_->first) << " (step " << best_bbox_->second
         << ")";

@@ -3,7 +3,8 @@
 // through unchanged.
 //
 // On a terminal (tty): a progress bar on the last line, redrawn in place (step/total,
-// images/s, ETA, loss); every `loss_every` progress events a line of the loss components;
+// images/s, ETA, loss; images done/total for inference, whose progress has no losses); every
+// `loss_every` training progress events a line of the loss components;
 // evaluation tables (the 12 COCO stats by name, bbox beside segm, then AP per category);
 // checkpoints, warnings, errors; a final summary. Other text is printed above the bar.
 // Not on a terminal: the same as plain lines, one per progress event, no control codes.
@@ -54,6 +55,10 @@ class EventRenderer {
   // Text printed above the bar (tty): clears the bar line, writes, redraws the bar.
   std::string printLine(const std::string& text);
   double etaSeconds(const events::Event& e) const;
+  // What the task counts: "steps", or "images" for inference.
+  std::string unit() const;
+  // "step 20" for training steps, "images 3" for a task counting images.
+  std::string counted(const events::Event& e) const;
 
   RenderOptions options_;
   std::string task_ = "task";
@@ -63,6 +68,7 @@ class EventRenderer {
   std::optional<events::Event> last_progress_;
   std::string bar_;  // the bar currently shown (tty), empty when none
   int progress_count_ = 0;
+  int evaluations_ = 0;
   int warnings_ = 0;
   int errors_ = 0;
   bool done_ = false;

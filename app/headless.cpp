@@ -57,6 +57,9 @@ std::filesystem::path findEngine(const std::string& self) {
 constexpr const char* kUsage =
     "usage: mrcnn-workbench --headless SPEC [--task TASK] [--set path.to.field=value]... "
     "[--run-dir DIR]\n"
+    "       mrcnn-workbench --headless SPEC --task evaluate [--checkpoint FILE] [--run-dir DIR]\n"
+    "       mrcnn-workbench --headless SPEC --task inference --images FILE_OR_DIR [--out DIR] "
+    "[--checkpoint FILE]\n"
     "       mrcnn-workbench --headless --task evaluate --annotations GT.json --results DT.json "
     "[--iou-type bbox|segm|both] [--metrics-out M.json]\n"
     "       mrcnn-workbench --headless --task dataset_convert --image-dir DIR --annotations F.json "

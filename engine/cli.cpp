@@ -17,6 +17,7 @@ constexpr const char* kUsage =
     "usage: mrcnn-engine --spec SPEC [--task TASK] [--run-dir DIR] [--set path.to.field=value]...\n"
     "       mrcnn-engine --spec SPEC --task inference --images FILE_OR_DIR [--out DIR]\n"
     "                    [--checkpoint FILE] [--overlay-threshold SCORE]\n"
+    "       mrcnn-engine --spec SPEC --task evaluate [--run-dir DIR] [--checkpoint FILE]\n"
     "       mrcnn-engine --task evaluate --annotations GT.json --results DT.json\n"
     "                    [--iou-type bbox|segm|both] [--metrics-out METRICS.json]\n"
     "       mrcnn-engine --task dataset_convert --image-dir DIR --annotations FILE.json\n"
@@ -81,6 +82,15 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
   };
   const std::string task = values.count("--task") ? get("--task") : "train";
 
+  // evaluate: a results file against annotations (no model), or a checkpoint on the spec's
+  // validation set.
+  const bool evaluate_files = values.count("--annotations") || values.count("--results");
+  if (task == "evaluate" && evaluate_files && values.count("--spec")) {
+    err << "mrcnn-engine: evaluate takes either --spec (a checkpoint on the spec's validation "
+           "set) or --annotations and --results (a results file), not both\n"
+        << kUsage;
+    return kExitUsage;
+  }
   if (task == "evaluate" && !values.count("--spec")) {
     EvaluateFilesOptions options;
     options.annotations = get("--annotations");
@@ -119,10 +129,12 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
   }
   if (task == "validate") return runValidate(options, out, err);
   if (task == "train") return runTrain(options, out, err);
+  if (task == "evaluate") return runEvaluate(options, out, err);
   if (task == "inference") {
     InferenceOptions inference;
     inference.images = get("--images");
     inference.out = get("--out");
+    inference.events = true;
     if (values.count("--overlay-threshold")) {
       try {
         size_t used = 0;
@@ -136,7 +148,7 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
     }
     return runInference(options, inference, out, err);
   }
-  for (const char* later : {"evaluate", "dataset_convert", "prune", "export"}) {
+  for (const char* later : {"dataset_convert", "prune", "export"}) {
     if (task == later) {
       err << "mrcnn-engine: task " << task << " from a spec is not part of this build yet\n";
       return kExitUsage;

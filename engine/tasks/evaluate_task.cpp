@@ -1,23 +1,162 @@
+// The evaluate task, two ways: a checkpoint on the spec's validation set (the model run as
+// the train task's evaluation runs it, events on stdout and in the run directory, metrics in
+// <run dir>/eval/<checkpoint stem>.json), or a results file against annotations, no model.
+#include <torch/torch.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <exception>
+#include <memory>
 #include <ostream>
+#include <sstream>
 
 #include "dataset/coco/coco.h"
+#include "engine/data_setup.h"
+#include "engine/device.h"
 #include "engine/eval/evaluator.h"
 #include "engine/eval/results_json.h"
 #include "engine/exit_codes.h"
+#include "engine/model_config.h"
+#include "engine/tasks/task_common.h"
 #include "engine/tasks/tasks.h"
+#include "engine/train/checkpoint.h"
+#include "engine/train/event_writer.h"
 #include "engine/util/atomic_file.h"
+#include "engine/validation.h"
+#include "engine/weights.h"
 
 namespace mrcnn::engine {
 namespace {
+
+namespace fs = std::filesystem;
 
 double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+std::string apSummary(const char* name, const eval::EvalResult& r) {
+  std::ostringstream o;
+  o.setf(std::ios::fixed);
+  o.precision(3);
+  o << name << " AP " << r.stats[0] << " (AP50 " << r.stats[1] << ", AP75 " << r.stats[2] << ")";
+  return o.str();
+}
+
+// From the writer's existence on: every outcome is an event.
+int evaluateCheckpoint(const TaskOptions& options, const spec::LoadedSpec& loaded,
+                       const fs::path& run_dir, TaskReport& report) {
+  const spec::Experiment& s = loaded.spec;
+  const RuntimeInfo runtime = runtimeInfo();
+  const DeviceChoice device_choice = chooseDevice(s.device(), runtime);
+  if (!device_choice.ok) {
+    return report.fail("bad_device",
+                       options.spec_path.string() + ": device: " + device_choice.error,
+                       kExitBadSpec);
+  }
+  report.write(train::startEvent("evaluate", options.spec_path.string(), run_dir.string(),
+                                 device_choice.name, 1, 0, 0, MRCNN_VERSION));
+
+  const fs::path weights = weightsFile(options, loaded, run_dir);
+  if (weights.empty()) {
+    return report.fail("no_checkpoint",
+                       "no checkpoint to evaluate: " + weightsSearched(options, run_dir),
+                       kExitBadData);
+  }
+
+  std::ostringstream data_log, data_err;
+  const std::optional<DataFiles> data = prepareData(loaded, data_log, data_err);
+  if (!data_log.str().empty()) report.log(data_log.str());
+  if (!data) return report.fail("bad_dataset", data_err.str(), kExitBadData);
+  if (data->val_json.empty() || data->val_image_dir.empty()) {
+    return report.fail("bad_spec",
+                       options.spec_path.string() +
+                           ": data_config: evaluation needs a validation set: set "
+                           "val_json_file and val_image_dir (or use shapes_dataset)",
+                       kExitBadSpec);
+  }
+  std::shared_ptr<const dataset::CocoDataset> val_gt;
+  std::shared_ptr<const dataset::SampleSource> val_source;
+  try {
+    val_gt = std::make_shared<const dataset::CocoDataset>(dataset::loadCoco(data->val_json));
+    val_source = std::make_shared<dataset::CocoFolderSource>(val_gt, data->val_image_dir);
+  } catch (const std::exception& e) {
+    return report.fail("bad_dataset", e.what(), kExitBadData);
+  }
+
+  // The model as the train task evaluates it (no folded batch norms), so that a checkpoint
+  // scores here what its run reported for it.
+  model::MaskRCNN net(modelOptionsFromSpec(s, loaded.resolved));
+  try {
+    const WeightsReport w = loadWeights(*net, weights, s.skip_checkpoint_variables());
+    report.log("weights: " + weights.string() + " (" + w.kind + ", " + std::to_string(w.loaded) +
+               " tensors, " + std::to_string(w.skipped.size()) + " skipped)");
+  } catch (const std::exception& e) {
+    return report.fail("bad_checkpoint", e.what(), kExitBadData);
+  }
+  const c10::Device device(device_choice.name);
+  net->to(device);
+  // A checkpoint of ours is named by its step; other weights (torchvision's) have none.
+  const uint64_t step = train::checkpointStepOf(weights.filename().string()).value_or(0);
+
+  ValidationResult v;
+  try {
+    const Validator validator(val_gt, val_source, loaderOptionsFromSpec(loaded, /*training=*/false),
+                              s.maskrcnn_config().include_mask(),
+                              s.data_config().category_labels() == "category_id");
+    v = validator.run(*net, device);
+  } catch (const std::exception& e) {
+    return report.fail("evaluation_failed", e.what(), kExitFailed);
+  }
+  for (const auto& w : v.warnings) {
+    report.write(train::warningEvent(std::string(dataset::loaderWarningName(w.code)), w.message,
+                                     w.image_id, w.annotation_id.value_or(0)));
+  }
+  const fs::path metrics_path = run_dir / "eval" / (weights.stem().string() + ".json");
+  try {
+    writeFileAtomic(metrics_path, eval::metricsJson(v.report));
+  } catch (const std::exception& e) {
+    return report.fail("write_failed", e.what(), kExitBadData);
+  }
+  const train::CocoSummary bbox = cocoSummary(*v.report.bbox, *val_gt);
+  std::optional<train::CocoSummary> segm;
+  if (v.report.segm) segm = cocoSummary(*v.report.segm, *val_gt);
+  report.write(
+      train::evalEvent(step, v.images, bbox, segm ? &*segm : nullptr, metrics_path.string()));
+
+  std::ostringstream summary;
+  summary << weights.filename().string() << " on " << v.images << " images of "
+          << data->val_json.string() << ": " << apSummary("bbox", *v.report.bbox);
+  if (v.report.segm) summary << ", " << apSummary("segm", *v.report.segm);
+  summary << "; metrics " << metrics_path.string();
+  report.write(train::doneEvent("ok", summary.str(), report.elapsed()));
+  return kExitOk;
+}
+
 }  // namespace
+
+int runEvaluate(const TaskOptions& options, std::ostream& out, std::ostream& err) {
+  const std::optional<spec::LoadedSpec> maybe = loadSpecReporting(options, err);
+  if (!maybe) return kExitBadSpec;
+  const fs::path run_dir = runDirectory(options, *maybe);
+  std::error_code ec;
+  fs::create_directories(run_dir / "eval", ec);
+  if (ec) {
+    err << "error: run directory: cannot create the folder " << (run_dir / "eval").string() << ": "
+        << ec.message() << '\n';
+    return kExitBadData;
+  }
+  out.flush();
+  try {
+    train::EventWriterOptions writer_options;
+    writer_options.events_file = run_dir / "events.jsonl";
+    train::EventWriter events(writer_options);
+    TaskReport report(&events, out, err);
+    return evaluateCheckpoint(options, *maybe, run_dir, report);
+  } catch (const std::exception& e) {
+    err << "error: " << e.what() << '\n';
+    return kExitFailed;
+  }
+}
 
 int runEvaluateFiles(const EvaluateFilesOptions& options, std::ostream& out, std::ostream& err) {
   const std::string& type = options.iou_type;

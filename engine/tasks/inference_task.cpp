@@ -1,16 +1,19 @@
 // The inference task: a model from the spec with its weights, run on an image or a folder of
 // images; writes OUT/results.json (COCO results: one object per detection with image_id,
 // file_name, category_id, bbox [x, y, w, h], score and a compressed-RLE segmentation),
-// OUT/categories.json and an overlay image per input (OUT/<stem>.png).
+// OUT/categories.json and an overlay image per input (OUT/<stem>.png). As the inference task
+// it speaks the events (start, progress per batch of images, a warning per unreadable image,
+// done); run by another task (the train task's overlays) it prints lines of text.
 #include <ATen/ATen.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <map>
+#include <memory>
 #include <opencv2/imgcodecs.hpp>
 #include <ostream>
 #include <sstream>
@@ -27,6 +30,8 @@
 #include "engine/overlay.h"
 #include "engine/tasks/task_common.h"
 #include "engine/tasks/tasks.h"
+#include "engine/train/event_writer.h"
+#include "engine/train/stop_signal.h"
 #include "engine/util/atomic_file.h"
 #include "engine/weights.h"
 
@@ -66,76 +71,51 @@ std::vector<Category> categoryTable(const DataFiles& data, int64_t num_classes,
   return table;
 }
 
-// Where the weights come from: --checkpoint, the run directory's last checkpoint, or the
-// spec's checkpoint field.
-fs::path weightsFile(const TaskOptions& options, const spec::LoadedSpec& loaded,
-                     const fs::path& run_dir) {
-  if (!options.checkpoint.empty()) return options.checkpoint;
-  const fs::path last = run_dir / "checkpoints" / "last";
-  std::error_code ec;
-  if (fs::is_regular_file(last, ec)) {
-    std::ifstream in(last);
-    std::string name;
-    std::getline(in, name);
-    if (!name.empty()) {
-      const fs::path p(name);
-      return p.is_absolute() ? p : run_dir / "checkpoints" / p;
-    }
-  }
-  if (!loaded.spec.checkpoint().empty()) {
-    const fs::path p(loaded.spec.checkpoint());
-    return p.is_absolute() ? p : loaded.resolved.spec_dir / p;
-  }
-  return {};
-}
-
-}  // namespace
-
-int runInference(const TaskOptions& options, const InferenceOptions& inference, std::ostream& out,
-                 std::ostream& err) {
-  const std::optional<spec::LoadedSpec> maybe = loadSpecReporting(options, err);
-  if (!maybe) return kExitBadSpec;
-  const spec::LoadedSpec& loaded = *maybe;
+// The task once its reporting is set up: every outcome is reported through `report`.
+int infer(const TaskOptions& options, const InferenceOptions& inference,
+          const spec::LoadedSpec& loaded, const fs::path& run_dir, bool has_run_dir,
+          const fs::path& out_dir, TaskReport& report, std::ostream& out) {
   const spec::Experiment& s = loaded.spec;
-  const fs::path run_dir = runDirectory(options, loaded);
-  const fs::path out_dir = inference.out.empty() ? run_dir / "inference" : inference.out;
-
   const RuntimeInfo runtime = runtimeInfo();
   const DeviceChoice device = chooseDevice(s.device(), runtime);
   if (!device.ok) {
-    err << options.spec_path.string() << ": error: device: " << device.error << '\n';
-    return kExitBadSpec;
+    return report.fail("bad_device", options.spec_path.string() + ": device: " + device.error,
+                       kExitBadSpec);
   }
-
+  if (inference.images.empty()) {
+    return report.fail("usage", "--images: give an image file or a folder of images", kExitUsage);
+  }
   std::vector<fs::path> images;
   try {
-    if (inference.images.empty()) {
-      err << "error: --images: give an image file or a folder of images\n";
-      return kExitUsage;
-    }
     images = listImages(inference.images);
   } catch (const std::exception& e) {
-    err << "error: --images: " << e.what() << '\n';
-    return kExitBadData;
+    return report.fail("bad_images", std::string("--images: ") + e.what(), kExitBadData);
+  }
+  report.write(train::startEvent("inference", options.spec_path.string(),
+                                 has_run_dir ? run_dir.string() : std::string(), device.name, 1,
+                                 images.size(), 0, MRCNN_VERSION));
+  if (report.events()) {
+    report.log(std::to_string(images.size()) + (images.size() == 1 ? " image" : " images") +
+               " from " + inference.images.string() + "; results and overlays in " +
+               out_dir.string());
   }
 
-  const std::optional<DataFiles> data = prepareData(loaded, out, err);
-  if (!data) return kExitBadData;
+  std::ostringstream data_log, data_err;
+  const std::optional<DataFiles> data = prepareData(loaded, data_log, data_err);
+  if (!data_log.str().empty()) report.log(data_log.str());
+  if (!data) return report.fail("bad_dataset", data_err.str(), kExitBadData);
   model::MaskRCNN net(modelOptionsFromSpec(s, loaded.resolved));
   const fs::path weights = weightsFile(options, loaded, run_dir);
   if (weights.empty()) {
-    err << "error: no weights to run: give --checkpoint, set the spec's checkpoint, or train "
-           "in the run directory "
-        << run_dir.string() << " first\n";
-    return kExitBadData;
+    return report.fail("no_checkpoint", "no weights to run: " + weightsSearched(options, run_dir),
+                       kExitBadData);
   }
   try {
-    const WeightsReport report = loadWeights(*net, weights, s.skip_checkpoint_variables());
-    out << "weights: " << weights.string() << " (" << report.kind << ", " << report.loaded
-        << " tensors)\n";
+    const WeightsReport w = loadWeights(*net, weights, s.skip_checkpoint_variables());
+    report.log("weights: " + weights.string() + " (" + w.kind + ", " + std::to_string(w.loaded) +
+               " tensors)");
   } catch (const std::exception& e) {
-    err << "error: checkpoint: " << e.what() << '\n';
-    return kExitBadData;
+    return report.fail("bad_checkpoint", std::string("checkpoint: ") + e.what(), kExitBadData);
   }
   std::map<std::string, int64_t> image_ids;
   std::vector<Category> categories;
@@ -143,9 +123,12 @@ int runInference(const TaskOptions& options, const InferenceOptions& inference, 
     categories = categoryTable(*data, net->numClasses(),
                                s.data_config().category_labels() == "category_id", &image_ids);
   } catch (const std::exception& e) {
-    err << "error: categories: " << e.what() << '\n';
-    return kExitBadData;
+    return report.fail("bad_dataset", std::string("categories: ") + e.what(), kExitBadData);
   }
+  const auto relativeName = [&](const fs::path& path) {
+    return fs::is_directory(inference.images) ? path.lexically_relative(inference.images)
+                                              : path.filename();
+  };
 
   const c10::Device torch_device(device.name);
   net->to(torch_device);
@@ -167,8 +150,9 @@ int runInference(const TaskOptions& options, const InferenceOptions& inference, 
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) {
-    err << "error: --out: cannot create " << out_dir.string() << ": " << ec.message() << '\n';
-    return kExitBadData;
+    return report.fail("bad_output",
+                       "--out: cannot create " + out_dir.string() + ": " + ec.message(),
+                       kExitBadData);
   }
 
   std::ostringstream results;
@@ -176,90 +160,118 @@ int runInference(const TaskOptions& options, const InferenceOptions& inference, 
   json.beginArray();
   const size_t batch_size = std::max<uint32_t>(1, s.eval_batch_size());
   const auto started = std::chrono::steady_clock::now();
+  const auto seconds = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  };
   int64_t next_id = 1, detections = 0, skipped = 0;
-  for (size_t first = 0; first < images.size(); first += batch_size) {
-    std::vector<fs::path> paths;
-    for (size_t i = first; i < std::min(images.size(), first + batch_size); ++i) {
-      paths.push_back(images[i]);
-    }
-    InputBatch batch;
-    try {
-      batch = readImages(paths, input);
-    } catch (const ImageReadError&) {
-      // One bad file must not cost the others: read them one by one, skip the bad ones.
-      std::vector<fs::path> good;
-      for (const auto& p : paths) {
-        try {
-          readImages({p}, input);
-          good.push_back(p);
-        } catch (const ImageReadError& e) {
-          err << "warning: " << e.what() << "; skipped\n";
-          ++skipped;
-        }
+  size_t done = 0;
+  std::string status = "ok";
+  try {
+    for (size_t first = 0; first < images.size(); first += batch_size) {
+      // A stop request (SIGINT/SIGTERM) ends the run between batches, with the results so far.
+      if (train::StopSignal::requested()) {
+        status = "stopped";
+        break;
       }
-      if (good.empty()) continue;
-      batch = readImages(good, input);
-    }
-    const std::vector<model::Detections> dets =
-        net->detect(batch.images.to(torch_device), batch.sizes);
-    for (size_t i = 0; i < dets.size(); ++i) {
-      const InputImage& in = batch.inputs[i];
-      const fs::path relative = fs::is_directory(inference.images)
-                                    ? in.path.lexically_relative(inference.images)
-                                    : in.path.filename();
-      const auto found = image_ids.find(relative.generic_string());
-      const int64_t image_id = found != image_ids.end() ? found->second : next_id;
-      ++next_id;
-      model::Detections cpu{dets[i].boxes.cpu(), dets[i].scores.cpu(), dets[i].labels.cpu(),
-                            dets[i].masks.defined() ? dets[i].masks.cpu() : at::Tensor()};
-      const model::ImageDetections result = model::toOriginalImage(
-          cpu, {in.height, in.width}, {in.original_height, in.original_width});
-      std::vector<int64_t> category_ids;
-      for (const Category& c : categories) category_ids.push_back(c.id);
-      const std::vector<CocoInstance> instances = cocoInstances(result, category_ids);
-      std::vector<OverlayInstance> overlay;
-      for (size_t k = 0; k < instances.size(); ++k) {
-        const CocoInstance& ci = instances[k];
-        json.beginObject();
-        json.key("image_id").value(image_id);
-        json.key("file_name").value(relative.generic_string());
-        json.key("category_id").value(ci.category_id);
-        json.key("bbox").beginArray();
-        for (double v : ci.bbox) json.value(v);
-        json.endArray();
-        json.key("score").value(ci.score);
-        if (ci.mask) {
-          json.key("segmentation").beginObject();
-          json.key("size").beginArray().value(ci.mask->h).value(ci.mask->w).endArray();
-          json.key("counts").value(dataset::toCompressedString(*ci.mask));
+      std::vector<fs::path> paths;
+      for (size_t i = first; i < std::min(images.size(), first + batch_size); ++i) {
+        paths.push_back(images[i]);
+      }
+      InputBatch batch;
+      bool any = true;
+      try {
+        batch = readImages(paths, input);
+      } catch (const ImageReadError&) {
+        // One bad file must not cost the others: read them one by one, skip the bad ones.
+        std::vector<fs::path> good;
+        for (const auto& p : paths) {
+          try {
+            readImages({p}, input);
+            good.push_back(p);
+          } catch (const ImageReadError& e) {
+            const auto found = image_ids.find(relativeName(p).generic_string());
+            report.warn("unreadable_image", std::string(e.what()) + "; skipped",
+                        found != image_ids.end() ? found->second : 0);
+            ++skipped;
+          }
+        }
+        any = !good.empty();
+        if (any) batch = readImages(good, input);
+      }
+      const std::vector<model::Detections> dets =
+          any ? net->detect(batch.images.to(torch_device), batch.sizes)
+              : std::vector<model::Detections>();
+      for (size_t i = 0; i < dets.size(); ++i) {
+        const InputImage& in = batch.inputs[i];
+        const fs::path relative = relativeName(in.path);
+        const auto found = image_ids.find(relative.generic_string());
+        const int64_t image_id = found != image_ids.end() ? found->second : next_id;
+        ++next_id;
+        model::Detections cpu{dets[i].boxes.cpu(), dets[i].scores.cpu(), dets[i].labels.cpu(),
+                              dets[i].masks.defined() ? dets[i].masks.cpu() : at::Tensor()};
+        const model::ImageDetections result = model::toOriginalImage(
+            cpu, {in.height, in.width}, {in.original_height, in.original_width});
+        std::vector<int64_t> category_ids;
+        for (const Category& c : categories)
+          category_ids.push_back(c.id);
+        const std::vector<CocoInstance> instances = cocoInstances(result, category_ids);
+        std::vector<OverlayInstance> overlay;
+        for (size_t k = 0; k < instances.size(); ++k) {
+          const CocoInstance& ci = instances[k];
+          json.beginObject();
+          json.key("image_id").value(image_id);
+          json.key("file_name").value(relative.generic_string());
+          json.key("category_id").value(ci.category_id);
+          json.key("bbox").beginArray();
+          for (double v : ci.bbox)
+            json.value(v);
+          json.endArray();
+          json.key("score").value(ci.score);
+          if (ci.mask) {
+            json.key("segmentation").beginObject();
+            json.key("size").beginArray().value(ci.mask->h).value(ci.mask->w).endArray();
+            json.key("counts").value(dataset::toCompressedString(*ci.mask));
+            json.endObject();
+          }
           json.endObject();
+          ++detections;
+          if (ci.score >= inference.overlay_threshold) {
+            const auto& name = categories.at(static_cast<size_t>(ci.label)).name;
+            overlay.push_back({static_cast<float>(ci.bbox[0]), static_cast<float>(ci.bbox[1]),
+                               static_cast<float>(ci.bbox[0] + ci.bbox[2]),
+                               static_cast<float>(ci.bbox[1] + ci.bbox[3]),
+                               static_cast<float>(ci.score), ci.category_id, name,
+                               result.masks.defined()
+                                   ? result.masks[static_cast<int64_t>(k)].data_ptr<uint8_t>()
+                                   : nullptr});
+          }
         }
-        json.endObject();
-        ++detections;
-        if (ci.score >= inference.overlay_threshold) {
-          const auto& name = categories.at(static_cast<size_t>(ci.label)).name;
-          overlay.push_back({static_cast<float>(ci.bbox[0]), static_cast<float>(ci.bbox[1]),
-                             static_cast<float>(ci.bbox[0] + ci.bbox[2]),
-                             static_cast<float>(ci.bbox[1] + ci.bbox[3]),
-                             static_cast<float>(ci.score), ci.category_id, name,
-                             result.masks.defined()
-                                 ? result.masks[static_cast<int64_t>(k)].data_ptr<uint8_t>()
-                                 : nullptr});
+        cv::Mat image = cv::imread(in.path.string(), cv::IMREAD_COLOR);
+        drawOverlay(image, overlay);
+        std::vector<uint8_t> png;
+        cv::imencode(".png", image, png);
+        const fs::path overlay_path =
+            out_dir / relative.parent_path() / (relative.stem().string() + ".png");
+        fs::create_directories(overlay_path.parent_path(), ec);
+        writeFileAtomic(overlay_path,
+                        std::string_view(reinterpret_cast<const char*>(png.data()), png.size()));
+        if (!report.events()) {
+          out << "[" << first + i + 1 << "/" << images.size() << "] " << relative.generic_string()
+              << ": " << result.boxes.size(0) << " detections, " << overlay.size()
+              << " drawn (score >= " << inference.overlay_threshold << ")\n";
         }
       }
-      cv::Mat image = cv::imread(in.path.string(), cv::IMREAD_COLOR);
-      drawOverlay(image, overlay);
-      std::vector<uint8_t> png;
-      cv::imencode(".png", image, png);
-      const fs::path overlay_path = out_dir / relative.parent_path() /
-                                    (relative.stem().string() + ".png");
-      fs::create_directories(overlay_path.parent_path(), ec);
-      writeFileAtomic(overlay_path,
-                      std::string_view(reinterpret_cast<const char*>(png.data()), png.size()));
-      out << "[" << first + i + 1 << "/" << images.size() << "] " << relative.generic_string()
-          << ": " << result.boxes.size(0) << " detections, " << overlay.size()
-          << " drawn (score >= " << inference.overlay_threshold << ")\n";
+      done = std::min(images.size(), first + batch_size);
+      const double rate =
+          static_cast<double>(done - static_cast<size_t>(skipped)) / std::max(1e-9, seconds());
+      const double eta = rate > 0 ? static_cast<double>(images.size() - done) / rate : 0;
+      report.write(train::itemProgressEvent(done, rate, eta, processResidentMiB()));
     }
+  } catch (const std::exception& e) {
+    return report.fail("inference_failed",
+                       "image " + std::to_string(done + 1) + " of " +
+                           std::to_string(images.size()) + ": " + e.what(),
+                       kExitFailed);
   }
   json.endArray();
 
@@ -271,19 +283,79 @@ int runInference(const TaskOptions& options, const InferenceOptions& inference, 
     cj.endObject();
   }
   cj.endArray();
+  const fs::path results_path = out_dir / "results.json";
   try {
-    writeFileAtomic(out_dir / "results.json", results.str());
+    writeFileAtomic(results_path, results.str());
     writeFileAtomic(out_dir / "categories.json", cats.str());
   } catch (const std::exception& e) {
-    err << "error: --out: " << e.what() << '\n';
-    return kExitBadData;
+    return report.fail("write_failed", std::string("--out: ") + e.what(), kExitBadData);
   }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  out << "inference: " << images.size() - static_cast<size_t>(skipped) << " images, "
-      << detections << " detections in " << seconds << " s on " << device.name << "; results "
-      << (out_dir / "results.json").string() << '\n';
-  return skipped == static_cast<int64_t>(images.size()) ? kExitBadData : kExitOk;
+  const size_t ran = done - static_cast<size_t>(skipped);
+  if (done > 0 && ran == 0) {
+    return report.fail("no_readable_image",
+                       "none of the " + std::to_string(images.size()) + " images in " +
+                           inference.images.string() + " could be read",
+                       kExitBadData);
+  }
+  std::ostringstream summary;
+  summary << ran << (ran == 1 ? " image" : " images");
+  if (skipped > 0) summary << " (" << skipped << " unreadable, skipped)";
+  if (status == "stopped") summary << " of " << images.size() << ", stopped on request";
+  char took[32];
+  std::snprintf(took, sizeof took, "%.1f", seconds());
+  summary << ", " << detections << " detections in " << took << " s on " << device.name
+          << "; results " << results_path.string() << "; overlays in " << out_dir.string();
+  if (report.events()) {
+    report.write(train::doneEvent(status, summary.str(), report.elapsed()));
+  } else {
+    out << "inference: " << summary.str() << '\n';
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int runInference(const TaskOptions& options, const InferenceOptions& inference, std::ostream& out,
+                 std::ostream& err) {
+  const std::optional<spec::LoadedSpec> maybe = loadSpecReporting(options, err);
+  if (!maybe) return kExitBadSpec;
+  const fs::path run_dir = runDirectory(options, *maybe);
+  const fs::path out_dir = inference.out.empty() ? run_dir / "inference" : inference.out;
+  // The run directory gets this run's events when it is the run's (given, or where the
+  // outputs go) or already exists (a trained run); inference into a folder of its own with a
+  // spec that never ran leaves no run directory behind.
+  std::error_code ec;
+  const bool has_run_dir =
+      !options.run_dir.empty() || inference.out.empty() || fs::is_directory(run_dir, ec);
+  std::unique_ptr<train::EventWriter> events;
+  if (inference.events) {
+    train::EventWriterOptions writer_options;
+    if (has_run_dir) {
+      fs::create_directories(run_dir, ec);
+      if (ec) {
+        err << "error: run directory: cannot create the folder " << run_dir.string() << ": "
+            << ec.message() << '\n';
+        return kExitBadData;
+      }
+      writer_options.events_file = run_dir / "events.jsonl";
+    }
+    try {
+      events = std::make_unique<train::EventWriter>(writer_options);
+    } catch (const std::exception& e) {
+      err << "error: " << e.what() << '\n';
+      return kExitBadData;
+    }
+    train::StopSignal::install();
+  }
+  out.flush();
+  TaskReport report(events.get(), out, err);
+  try {
+    return infer(options, inference, *maybe, run_dir, has_run_dir, out_dir, report, out);
+  } catch (const std::exception& e) {
+    // An event that could not be written (a full disk): the writer names the file.
+    err << "error: " << e.what() << '\n';
+    return kExitFailed;
+  }
 }
 
 }  // namespace mrcnn::engine

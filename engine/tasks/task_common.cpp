@@ -1,7 +1,10 @@
 #include "engine/tasks/task_common.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <exception>
+#include <fstream>
 #include <ostream>
 
 #include "dataset/shapes_generator.h"
@@ -94,6 +97,98 @@ std::optional<DataFiles> prepareData(const spec::LoadedSpec& loaded, std::ostrea
   }
   if (!ok) return std::nullopt;
   return files;
+}
+
+fs::path weightsFile(const TaskOptions& options, const spec::LoadedSpec& loaded,
+                     const fs::path& run_dir) {
+  if (!options.checkpoint.empty()) return options.checkpoint;
+  const fs::path last = run_dir / "checkpoints" / "last";
+  std::error_code ec;
+  if (fs::is_regular_file(last, ec)) {
+    std::ifstream in(last);
+    std::string name;
+    std::getline(in, name);
+    if (!name.empty()) {
+      const fs::path p(name);
+      return p.is_absolute() ? p : run_dir / "checkpoints" / p;
+    }
+  }
+  if (!loaded.spec.checkpoint().empty()) {
+    const fs::path p(loaded.spec.checkpoint());
+    return p.is_absolute() ? p : loaded.resolved.spec_dir / p;
+  }
+  return {};
+}
+
+std::string weightsSearched(const TaskOptions& options, const fs::path& run_dir) {
+  return "no --checkpoint was given, the run directory has no " +
+         (run_dir / "checkpoints" / "last").string() + " and " + options.spec_path.string() +
+         " sets no checkpoint; give --checkpoint FILE, set the spec's checkpoint, or train in "
+         "the run directory first";
+}
+
+train::CocoSummary cocoSummary(const eval::EvalResult& result, const dataset::CocoDataset& gt) {
+  train::CocoSummary s;
+  s.stats.assign(result.stats.begin(), result.stats.end());
+  for (size_t k = 0; k < result.category_ids.size(); ++k) {
+    s.per_category_ap[result.category_ids[k]] = result.per_category_ap[k];
+  }
+  for (const auto& c : gt.categories())
+    s.category_names[c.id] = c.name;
+  return s;
+}
+
+TaskReport::TaskReport(train::EventWriter* events, std::ostream& out, std::ostream& err)
+    : events_(events), out_(out), err_(err), started_(std::chrono::steady_clock::now()) {}
+
+void TaskReport::write(events::Event event) {
+  if (events_) events_->write(std::move(event));
+}
+
+void TaskReport::log(const std::string& text) {
+  if (events_) {
+    events_->write(train::logEvent(text));
+  } else {
+    out_ << text;
+    if (text.empty() || text.back() != '\n') out_ << '\n';
+  }
+}
+
+void TaskReport::warn(const std::string& code, const std::string& message, int64_t image_id) {
+  if (events_) {
+    events_->write(train::warningEvent(code, message, image_id));
+  } else {
+    err_ << "warning: " << message << '\n';
+  }
+}
+
+int TaskReport::fail(const std::string& code, const std::string& message, int exit_code) {
+  std::string text = message;
+  while (!text.empty() && text.back() == '\n')
+    text.pop_back();
+  err_ << "error: " << text << '\n';
+  err_.flush();
+  if (events_) {
+    try {
+      events_->write(train::errorEvent(code, text, static_cast<uint32_t>(exit_code)));
+      events_->write(train::doneEvent("failed", text, elapsed()));
+    } catch (const std::exception& e) {
+      err_ << "error: " << e.what() << '\n';  // a full disk: stderr still says why
+    }
+  }
+  return exit_code;
+}
+
+double TaskReport::elapsed() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+}
+
+double processResidentMiB() {
+  std::ifstream statm("/proc/self/statm");
+  long pages_total = 0, pages_resident = 0;
+  if (!(statm >> pages_total >> pages_resident)) return 0;
+  return static_cast<double>(pages_resident) * static_cast<double>(::sysconf(_SC_PAGESIZE)) /
+         (1024.0 * 1024.0);
 }
 
 }  // namespace mrcnn::engine

@@ -1,13 +1,18 @@
 // What the tasks run from a spec share: loading the spec (every diagnostic reported), the run
-// directory, and the dataset files the spec names (generating the embedded shapes dataset
-// when it asks for it).
+// directory, the dataset files the spec names (generating the embedded shapes dataset when it
+// asks for it), where the weights come from, and how a task reports (events or text).
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <iosfwd>
 #include <optional>
+#include <string>
 
+#include "dataset/coco/coco.h"
+#include "engine/eval/evaluator.h"
 #include "engine/tasks/tasks.h"
+#include "engine/train/event_writer.h"
 #include "specs/spec.h"
 
 namespace mrcnn::engine {
@@ -29,5 +34,42 @@ struct DataFiles {
 // exits with kExitBadData). `out` gets one line per dataset.
 std::optional<DataFiles> prepareData(const spec::LoadedSpec& loaded, std::ostream& out,
                                      std::ostream& err);
+
+// The weights a task runs with: --checkpoint, else the run directory's last checkpoint (the
+// checkpoints/last pointer), else the spec's checkpoint (relative to the spec's folder).
+// Empty when there are none; weightsSearched() then says what was looked for.
+std::filesystem::path weightsFile(const TaskOptions& options, const spec::LoadedSpec& loaded,
+                                  const std::filesystem::path& run_dir);
+std::string weightsSearched(const TaskOptions& options, const std::filesystem::path& run_dir);
+
+// An evaluation's result as an eval event's summary, categories named from the ground truth.
+train::CocoSummary cocoSummary(const eval::EvalResult& result, const dataset::CocoDataset& gt);
+
+// How a task reports while it runs: as events (stdout, <run dir>/events.jsonl and log.txt)
+// when it has a writer, else as lines of text to `out` and `err` (a task run by another, e.g.
+// the train task's overlays, whose own events say what matters). Errors also go to `err`
+// either way: a launcher that shows the engine's last error line finds them there.
+class TaskReport {
+ public:
+  TaskReport(train::EventWriter* events, std::ostream& out, std::ostream& err);
+
+  bool events() const { return events_ != nullptr; }
+  // Writes the event (nothing without a writer).
+  void write(events::Event event);
+  void log(const std::string& text);
+  void warn(const std::string& code, const std::string& message, int64_t image_id = 0);
+  // The error, then done: failed. Returns exit_code.
+  int fail(const std::string& code, const std::string& message, int exit_code);
+  double elapsed() const;
+
+ private:
+  train::EventWriter* events_;
+  std::ostream& out_;
+  std::ostream& err_;
+  std::chrono::steady_clock::time_point started_;
+};
+
+// The resident memory of this process in MiB (0 where /proc is not available).
+double processResidentMiB();
 
 }  // namespace mrcnn::engine

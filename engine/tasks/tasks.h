@@ -29,13 +29,25 @@ struct InferenceOptions {
   std::filesystem::path images;  // an image file or a folder of images
   std::filesystem::path out;     // empty: <run dir>/inference
   double overlay_threshold = 0.5;  // detections drawn on the overlays score at least this
+  // The inference task: events (start, log, progress per batch, warning per unreadable image,
+  // done) on stdout and, when the run directory exists or is where the outputs go, in its
+  // events.jsonl and log.txt. False when another task runs it (the train task's overlays):
+  // lines of text to `out`, warnings to `err`.
+  bool events = false;
 };
 
 // Runs the spec's model with its weights (--checkpoint, else the run directory's last
 // checkpoint, else the spec's checkpoint) on images: writes results.json (COCO results with
-// file names and RLE masks), categories.json and an overlay image per input.
+// file names and RLE masks), categories.json and an overlay image per input. An image that
+// cannot be read is skipped with a warning (exit code kExitBadData when none could be).
 int runInference(const TaskOptions& options, const InferenceOptions& inference, std::ostream& out,
                  std::ostream& err);
+
+// Evaluates the spec's model with its weights (as runInference picks them) on the spec's
+// validation set (its first eval_samples images): events on stdout and in <run dir>/
+// events.jsonl (start, log, warning, eval with bbox and segm, done), the metrics in
+// <run dir>/eval/<checkpoint stem>.json.
+int runEvaluate(const TaskOptions& options, std::ostream& out, std::ostream& err);
 
 struct EvaluateFilesOptions {
   std::filesystem::path annotations;  // COCO instances json (ground truth)

@@ -1,9 +1,12 @@
 // The engine's events (specs/events.proto, ../shared/DESIGN.md "Events"): each event is one
 // JSON line written to stdout (for the GUI or the headless launcher reading the pipe) and
-// appended to <run dir>/events.jsonl. Only rank 0 of a distributed run writes.
+// appended to <run dir>/events.jsonl, and its readable form (eventText) appended to
+// <run dir>/log.txt, each line there prefixed with the event's local time. Every task that
+// writes events gets its log.txt this way, without code of its own. Only rank 0 of a
+// distributed run writes.
 //
-// events.jsonl never holds a torn line: the file is opened O_APPEND and each line goes out in
-// one write(2); a short write (a full disk) is cut back to the previous end of the file
+// Neither file ever holds a torn line: each is opened O_APPEND and an event goes out in one
+// write(2) per file; a short write (a full disk) is cut back to the previous end of the file
 // before the error is reported. Thread-safe: lines from several threads never interleave.
 #pragma once
 
@@ -12,6 +15,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "specs/events.h"
@@ -19,14 +23,21 @@
 namespace mrcnn::train {
 
 struct EventWriterOptions {
+  // {events_file, stdout_fd, rank} as before log.txt existed, the log then beside the file.
+  EventWriterOptions(std::filesystem::path events_file_ = {}, int stdout_fd_ = 1, int rank_ = 0)
+      : events_file(std::move(events_file_)), stdout_fd(stdout_fd_), rank(rank_) {}
+
   std::filesystem::path events_file;  // appended to; empty: no file
   int stdout_fd = 1;                  // where the line is echoed; -1: nowhere
   int rank = 0;                       // only rank 0 writes
+  // The readable log, appended to. Empty: log.txt beside events_file (none without one).
+  std::filesystem::path log_file;
+  bool text_log = true;  // false: no readable log at all
 };
 
 class EventWriter {
  public:
-  // Opens (creates) the events file. Throws std::runtime_error naming the file and the
+  // Opens (creates) the events file and the log. Throws std::runtime_error naming the file and the
   // system's reason. With stdout echo on, SIGPIPE is ignored process-wide: a reader that
   // went away (the GUI closed) must not kill a training run, whose events file goes on.
   explicit EventWriter(EventWriterOptions options);
@@ -34,22 +45,37 @@ class EventWriter {
   EventWriter(const EventWriter&) = delete;
   EventWriter& operator=(const EventWriter&) = delete;
 
-  // Sets v (protocol version) and time (now, when 0) and writes the line. Throws
-  // std::runtime_error naming events.jsonl when it cannot be appended to (the file is then
-  // as it was); a failing stdout is ignored.
+  // Sets v (protocol version) and time (now, when 0) and writes the line; a log event's text
+  // loses its trailing newlines. Throws std::runtime_error naming events.jsonl or log.txt
+  // when one cannot be appended to (the file is then as it was); a failing stdout is
+  // ignored.
   void write(events::Event event);
 
   bool active() const { return options_.rank == 0; }
   const std::filesystem::path& eventsFile() const { return options_.events_file; }
+  const std::filesystem::path& logFile() const { return options_.log_file; }
 
  private:
   EventWriterOptions options_;
   int fd_ = -1;
+  int log_fd_ = -1;
   std::mutex mutex_;
+  // From the last start event: progress lines in log.txt say "of N".
+  std::string task_;
+  uint64_t total_steps_ = 0;
 };
 
 // Unix time in seconds, with sub-second precision.
 double unixNow();
+
+// An event as text for people (log.txt; without a timestamp): one line, or several for a
+// log event of several lines. `total_steps` (from the start event; 0: unknown) completes the
+// progress line, `task` names what is counted (images for inference, steps otherwise).
+std::string eventText(const events::Event& event, const std::string& task = {},
+                      uint64_t total_steps = 0);
+
+// "2026-11-22 05:41:34.123": unix seconds in local time, as log.txt prefixes its lines.
+std::string localTimestamp(double unix_seconds);
 
 // Builders of each event type (time and v are filled in by write()).
 events::Event startEvent(const std::string& task, const std::string& spec_path,
@@ -72,6 +98,10 @@ struct ProgressInfo {
   double loss_scale = 0;       // fp16; 0 when not scaling
 };
 events::Event progressEvent(const ProgressInfo& info);
+// Progress of a task that counts items (inference: images) rather than training steps: no
+// losses, so that readers can tell them apart (has_losses()).
+events::Event itemProgressEvent(uint64_t done, double items_per_second, double eta_seconds,
+                                double rss_mib = 0);
 
 // The 12 COCO stats in pycocotools' order, with per-category AP and names by category id.
 struct CocoSummary {
@@ -91,6 +121,8 @@ events::Event errorEvent(const std::string& code, const std::string& message, ui
 // status: ok | stopped | failed.
 events::Event doneEvent(const std::string& status, const std::string& summary,
                         double elapsed_seconds);
+// Trailing newlines are dropped: a log event is a line (or lines), never ending in an empty
+// one.
 events::Event logEvent(const std::string& text);
 
 }  // namespace mrcnn::train

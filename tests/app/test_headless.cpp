@@ -1,12 +1,21 @@
 // `mrcnn-workbench --headless` end to end: the launcher, the engine behind it, exit codes;
-// and the terminal rendering of the engine's events (app/event_render.h), fed event lines.
+// the engine's train, evaluate and inference tasks on one short real training run (events on
+// stdout and in events.jsonl, log.txt); and the terminal rendering of the engine's events
+// (app/event_render.h), fed event lines.
+#include <google/protobuf/util/message_differencer.h>
 #include <signal.h>
 
+#include <QDir>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QMap>
 #include <QProcess>
 #include <QTemporaryDir>
-#include <QDir>
-#include <QMap>
 #include <QtTest>
+#include <memory>
+#include <optional>
+#include <vector>
 
 #include "app/event_render.h"
 #include "specs/events.h"
@@ -43,6 +52,58 @@ Run headless(const QStringList& args,
   r.out = QString::fromUtf8(p.readAllStandardOutput());
   r.err = QString::fromUtf8(p.readAllStandardError());
   return r;
+}
+
+Run engine(const QStringList& args, int timeout_ms = 300000) {
+  QProcess p;
+  p.start(binDir() + "/mrcnn-engine", args);
+  Run r;
+  if (!p.waitForFinished(timeout_ms)) {
+    p.kill();
+    p.waitForFinished();
+    r.err = "timed out";
+    return r;
+  }
+  r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+  r.out = QString::fromUtf8(p.readAllStandardOutput());
+  r.err = QString::fromUtf8(p.readAllStandardError());
+  return r;
+}
+
+// The events of a stream of lines (an engine's stdout, events.jsonl). Every line must be an
+// event that survives a round trip through the JSON mapping unchanged; `bad` gets the first
+// one that does not.
+std::vector<mrcnn::events::Event> eventsOf(const QByteArray& text, QString* bad) {
+  std::vector<mrcnn::events::Event> events;
+  for (const QByteArray& line : text.split('\n')) {
+    if (line.isEmpty()) continue;
+    std::string error;
+    const auto event = mrcnn::events::parseJsonLine(line.toStdString(), &error);
+    if (!event) {
+      if (bad->isEmpty()) *bad = QString::fromUtf8(line) + ": " + QString::fromStdString(error);
+      continue;
+    }
+    const auto again = mrcnn::events::parseJsonLine(mrcnn::events::toJsonLine(*event));
+    if (!again || !google::protobuf::util::MessageDifferencer::Equals(*event, *again)) {
+      if (bad->isEmpty()) *bad = "does not round-trip: " + QString::fromUtf8(line);
+    }
+    events.push_back(*event);
+  }
+  return events;
+}
+
+QByteArray readFile(const QString& path, qint64 from = 0) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return {};
+  f.seek(from);
+  return f.readAll();
+}
+
+QStringList typesOf(const std::vector<mrcnn::events::Event>& events) {
+  QStringList types;
+  for (const auto& e : events)
+    types << QString::fromStdString(e.type());
+  return types;
 }
 
 QString writeFile(const QTemporaryDir& dir, const QString& name, const QByteArray& text,
@@ -107,6 +168,54 @@ std::string evalLine() {
 
 class HeadlessTest : public QObject {
   Q_OBJECT
+
+  // One short real training run (4 steps on 6 shapes images, evaluated on 3), made by the
+  // first test that needs it and shared by the tests of the tasks that use its checkpoint.
+  struct TrainedRun {
+    QTemporaryDir dir;
+    QStringList args;  // the spec and its overrides
+    Run first;         // the training run's launcher output
+    QString run;       // the run directory, with a trailing slash
+  };
+  std::unique_ptr<TrainedRun> trained_;
+
+  const TrainedRun& trained() {
+    if (trained_) return *trained_;
+    trained_ = std::make_unique<TrainedRun>();
+    TrainedRun& t = *trained_;
+    const QString spec = sourceDir() + "/specs/shapes_resnet18.txt";
+    t.args = QStringList{spec,
+                         "--set",
+                         "data_config.shapes_dataset.root=" + t.dir.filePath("shapes"),
+                         "--set",
+                         "data_config.shapes_dataset.train_images=6",
+                         "--set",
+                         "data_config.shapes_dataset.val_images=3",
+                         "--set",
+                         "output_dir=" + t.dir.filePath("runs"),
+                         "--set",
+                         "device=cpu",
+                         "--set",
+                         "train_batch_size=2",
+                         "--set",
+                         "total_steps=4",
+                         "--set",
+                         "num_steps_per_eval=2",
+                         "--set",
+                         "save_checkpoints_steps=2",
+                         "--set",
+                         "logging_frequency=1"};
+    t.first = headless(t.args);
+    t.run = t.dir.filePath("runs/shapes_resnet18/");
+    return t;
+  }
+  // The trained run's spec and overrides, as mrcnn-engine's arguments.
+  QStringList engineArgs(const QStringList& more) {
+    QStringList args = trained().args;
+    args.insert(0, "--spec");
+    return args + more;
+  }
+
  private slots:
   void validatePrintsTheResolvedSpec() {
     const Run r = headless({sourceDir() + "/specs/shapes_resnet18.txt", "--task", "validate"});
@@ -167,24 +276,14 @@ class HeadlessTest : public QObject {
   // evaluation and checkpoints on schedule, overlays at the end; run again, it resumes from
   // the last checkpoint instead of starting over.
   void trainRunsEvaluatesCheckpointsAndResumes() {
-    QTemporaryDir dir;
-    const QString spec = sourceDir() + "/specs/shapes_resnet18.txt";
-    const QStringList args = {spec,
-                              "--set", "data_config.shapes_dataset.root=" + dir.filePath("shapes"),
-                              "--set", "data_config.shapes_dataset.train_images=6",
-                              "--set", "data_config.shapes_dataset.val_images=3",
-                              "--set", "output_dir=" + dir.filePath("runs"),
-                              "--set", "device=cpu",
-                              "--set", "train_batch_size=2",
-                              "--set", "total_steps=4",
-                              "--set", "num_steps_per_eval=2",
-                              "--set", "save_checkpoints_steps=2",
-                              "--set", "logging_frequency=1"};
-    Run r = headless(args);
+    const TrainedRun& t = trained();
+    const QTemporaryDir& dir = t.dir;
+    const QStringList& args = t.args;
+    Run r = t.first;
     QVERIFY2(r.code == 0, qPrintable(r.out + r.err));
     QVERIFY2(r.out.contains("shapes dataset generated"), qPrintable(r.out));
     QVERIFY(QFile::exists(dir.filePath("shapes/annotations/instances_train.json")));
-    const QString run = dir.filePath("runs/shapes_resnet18/");
+    const QString run = t.run;
     // The spec as run parses back, overrides included.
     const auto loaded = mrcnn::spec::loadSpecFile((run + "spec.txt").toStdString());
     QVERIFY(loaded.ok());
@@ -217,6 +316,266 @@ class HeadlessTest : public QObject {
     QVERIFY2(r.code == 0, qPrintable(r.out + r.err));
     QVERIFY2(r.out.contains("shapes dataset up to date"), qPrintable(r.out));
     QVERIFY2(r.out.contains("resuming at step 4"), qPrintable(r.out));
+  }
+
+  // The run's log.txt: every event in readable form, each line timestamped; a log event's
+  // text never ends with a newline (which the terminal would show as an empty line).
+  void theRunHasAReadableLogAndLogEventsAreLines() {
+    const TrainedRun& t = trained();
+    QVERIFY2(t.first.code == 0, qPrintable(t.first.err));
+    QString bad;
+    const auto events = eventsOf(readFile(t.run + "events.jsonl"), &bad);
+    QVERIFY2(bad.isEmpty(), qPrintable(bad));
+    int logs = 0;
+    for (const auto& e : events) {
+      if (e.type() != "log") continue;
+      ++logs;
+      QVERIFY2(!e.text().empty() && e.text().back() != '\n', e.text().c_str());
+    }
+    QVERIFY(logs >= 2);  // the runtime line and the dataset line (which came with a newline)
+    QVERIFY2(!t.first.out.contains("\n\n"), qPrintable(t.first.out));  // no empty lines
+
+    const QString log = QString::fromUtf8(readFile(t.run + "log.txt"));
+    const QStringList lines = log.split('\n', Qt::SkipEmptyParts);
+    QVERIFY(lines.size() >= static_cast<int>(events.size()));
+    // (a continuation line, e.g. an evaluation's AP per category, is indented after the time)
+    const QRegularExpression stamp(
+        "^\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d\\.\\d{3}  ( {2})?\\S");
+    for (const QString& line : lines)
+      QVERIFY2(stamp.match(line).hasMatch(), qPrintable(line));
+    QVERIFY2(log.contains(QRegularExpression("  start train on cpu: 4 steps; spec \\S+spec.txt")),
+             qPrintable(log));
+    QVERIFY2(log.contains(QRegularExpression("  step 1/4  epoch \\d+  lr \\S+  loss \\d+\\.\\d{4} "
+                                             "\\(rpn_objectness ")),
+             qPrintable(log));
+    QVERIFY2(
+        log.contains(QRegularExpression("  eval at step 4 on 3 images: bbox AP \\S+ AP50 \\S+ "
+                                        "AP75 \\S+; segm AP \\S+ AP50 \\S+ AP75 \\S+; metrics ")),
+        qPrintable(log));
+    QVERIFY(log.contains("  checkpoint at step 4: " + t.run + "checkpoints/model.step-4.pt"));
+    QVERIFY(log.contains("  shapes dataset generated in "));
+    // The done line carries the run's summary.
+    QString done_summary;
+    for (const auto& e : events)
+      if (e.type() == "done") done_summary = QString::fromStdString(e.summary());
+    QVERIFY(done_summary.contains("step 4 of 4"));
+    QVERIFY2(log.contains(QRegularExpression(
+                 "  done: ok after \\S+: " + QRegularExpression::escape(done_summary) + "\n")),
+             qPrintable(log));
+  }
+
+  // --task evaluate from the spec: the run's last checkpoint on the validation set scores what
+  // the training run's evaluation reported for it (the same images, the same model).
+  void evaluateTheRunsCheckpointFromTheSpec() {
+    const TrainedRun& t = trained();
+    QVERIFY2(t.first.code == 0, qPrintable(t.first.err));
+    const QString events_file = t.run + "events.jsonl";
+    QString bad;
+    std::optional<mrcnn::events::Event> trained_eval;
+    for (const auto& e : eventsOf(readFile(events_file), &bad)) {
+      if (e.type() == "eval" && e.step() == 4 && !trained_eval) trained_eval = e;
+    }
+    QVERIFY(trained_eval.has_value());
+    const qint64 before = QFileInfo(events_file).size();
+    const qint64 log_before = QFileInfo(t.run + "log.txt").size();
+
+    const Run r = engine(engineArgs({"--task", "evaluate"}));
+    QVERIFY2(r.code == 0, qPrintable(r.out + r.err));
+    const auto events = eventsOf(r.out.toUtf8(), &bad);
+    QVERIFY2(bad.isEmpty(), qPrintable(bad));
+    const QStringList types = typesOf(events);
+    QVERIFY2(types.first() == "start" && types.last() == "done" && types.count("eval") == 1 &&
+                 types.count("error") == 0,
+             qPrintable(types.join(' ')));
+    QCOMPARE(QString::fromStdString(events.front().task()), QString("evaluate"));
+    QCOMPARE(QString::fromStdString(events.front().run_dir()), QDir::cleanPath(t.run));
+    const auto& ev = events[static_cast<size_t>(types.indexOf("eval"))];
+    QCOMPARE(ev.step(), 4u);
+    QCOMPARE(ev.images(), 3u);
+    QCOMPARE(ev.bbox().stats_size(), 12);
+    QCOMPARE(ev.segm().stats_size(), 12);
+    QVERIFY(!ev.bbox().per_category_ap().empty());
+    QVERIFY(!ev.bbox().category_names().empty());
+    for (int i = 0; i < 12; ++i) {
+      QCOMPARE(ev.bbox().stats(i), trained_eval->bbox().stats(i));
+      QCOMPARE(ev.segm().stats(i), trained_eval->segm().stats(i));
+    }
+    const QString metrics = t.run + "eval/model.step-4.json";
+    QCOMPARE(QString::fromStdString(ev.metrics_path()), metrics);
+    const QJsonDocument json = QJsonDocument::fromJson(readFile(metrics));
+    QCOMPARE(json["bbox"]["stats"][0].toDouble(), ev.bbox().stats(0));
+    QCOMPARE(json["segm"]["stats"][0].toDouble(), ev.segm().stats(0));
+    const auto& done = events.back();
+    QCOMPARE(QString::fromStdString(done.status()), QString("ok"));
+    QVERIFY2(QString::fromStdString(done.summary())
+                 .startsWith("model.step-4.pt on 3 images of " + t.dir.filePath("shapes")),
+             done.summary().c_str());
+    QVERIFY(QString::fromStdString(done.summary()).contains("; metrics " + metrics));
+
+    // The same events were appended to the run's events.jsonl, and their text to log.txt.
+    const auto appended = eventsOf(readFile(events_file, before), &bad);
+    QCOMPARE(typesOf(appended), types);
+    const QString log = QString::fromUtf8(readFile(t.run + "log.txt", log_before));
+    QVERIFY2(log.contains("  start evaluate on cpu; spec ") &&
+                 log.contains("  eval at step 4 on 3 images: bbox AP ") &&
+                 log.contains("  done: ok after ") &&
+                 log.contains(QString::fromStdString(done.summary())),
+             qPrintable(log));
+
+    QCOMPARE(readFile(metrics), readFile(t.run + "eval/step-4.json"));
+
+    // Four steps from scratch score 0 everywhere, which the comparison above cannot tell from
+    // an evaluation that saw no detections. Evaluated against a validation set whose ground
+    // truth is the checkpoint's own detections (the train run's overlays of the same images,
+    // as boxes), it must score near 1: the task ran this checkpoint on these images.
+    QJsonObject val =
+        QJsonDocument::fromJson(readFile(t.dir.filePath("shapes/annotations/instances_val.json")))
+            .object();
+    const QJsonArray own =
+        QJsonDocument::fromJson(readFile(t.run + "inference/results.json")).array();
+    QVERIFY(own.size() > 0);
+    QJsonArray annotations;
+    for (const QJsonValue& d : own) {
+      QJsonObject a = d.toObject();
+      const QJsonArray b = a["bbox"].toArray();
+      const double x = b[0].toDouble(), y = b[1].toDouble(), w = b[2].toDouble(),
+                   h = b[3].toDouble();
+      a.remove("score");
+      a.remove("file_name");
+      a["id"] = annotations.size() + 1;
+      a["iscrowd"] = 0;
+      a["area"] = w * h;
+      a["segmentation"] = QJsonArray{QJsonArray{x, y, x + w, y, x + w, y + h, x, y + h}};
+      annotations.append(a);
+    }
+    val["annotations"] = annotations;
+    QTemporaryDir pseudo;
+    const QString pseudo_json = writeFile(pseudo, "own.json", QJsonDocument(val).toJson());
+    const Run own_eval = engine(engineArgs(
+        {"--task", "evaluate", "--run-dir", pseudo.filePath("run"), "--checkpoint",
+         t.run + "checkpoints/model.step-4.pt", "--set", "data_config.val_json_file=" + pseudo_json,
+         "--set", "data_config.val_image_dir=" + t.dir.filePath("shapes/images/val")}));
+    QVERIFY2(own_eval.code == 0, qPrintable(own_eval.out + own_eval.err));
+    const auto own_events = eventsOf(own_eval.out.toUtf8(), &bad);
+    const auto own_types = typesOf(own_events);
+    QVERIFY(own_types.contains("eval"));
+    const auto& own_ev = own_events[static_cast<size_t>(own_types.indexOf("eval"))];
+    QVERIFY2(own_ev.bbox().stats(0) > 0.9, qPrintable(QString::number(own_ev.bbox().stats(0))));
+    QVERIFY(QFile::exists(pseudo.filePath("run/eval/model.step-4.json")));
+
+    // The launcher renders it: the table, then the summary.
+    const Run h = headless(t.args + QStringList{"--task", "evaluate"});
+    QVERIFY2(h.code == 0, qPrintable(h.out + h.err));
+    QVERIFY2(h.out.startsWith("evaluate on cpu; run directory "), qPrintable(h.out));
+    QVERIFY2(h.out.contains("evaluation at step 4 on 3 images (" + metrics + ")\n"),
+             qPrintable(h.out));
+    QVERIFY(h.out.contains("  AP75  IoU=0.75       area=all     maxDets=100 "));
+    QVERIFY2(h.out.contains(QRegularExpression("\nevaluate finished after \\S+\n"
+                                               "  bbox AP \\d\\.\\d{3} \\(step 4\\), segm AP ")),
+             qPrintable(h.out));
+    QVERIFY(!h.out.contains("{\"v\""));
+  }
+
+  void evaluateWithoutACheckpointSaysWhatItLookedFor() {
+    QTemporaryDir dir;
+    const QString spec = sourceDir() + "/specs/shapes_resnet18.txt";
+    const Run r = engine({"--spec", spec, "--task", "evaluate", "--set", "device=cpu", "--set",
+                          "output_dir=" + dir.filePath("runs"), "--set",
+                          "data_config.shapes_dataset.root=" + dir.filePath("shapes")});
+    QCOMPARE(r.code, 4);
+    const QString run = dir.filePath("runs/shapes_resnet18");
+    QVERIFY2(r.err.contains("error: no checkpoint to evaluate: no --checkpoint was given, the run "
+                            "directory has no " +
+                            run + "/checkpoints/last and " + spec + " sets no checkpoint"),
+             qPrintable(r.err));
+    QString bad;
+    const auto events = eventsOf(r.out.toUtf8(), &bad);
+    QVERIFY2(bad.isEmpty(), qPrintable(bad));
+    QCOMPARE(typesOf(events), QStringList({"start", "error", "done"}));
+    QCOMPARE(QString::fromStdString(events[1].code()), QString("no_checkpoint"));
+    QCOMPARE(events[1].exit_code(), 4u);
+    QCOMPARE(QString::fromStdString(events[2].status()), QString("failed"));
+    QVERIFY(!QFile::exists(dir.filePath("shapes")));  // failed before making the dataset
+    QVERIFY(QString::fromUtf8(readFile(run + "/log.txt")).contains("  done: failed"));
+
+    // The file-based mode is chosen by its arguments, and cannot be mixed with a spec.
+    const Run mixed = engine(
+        {"--spec", spec, "--task", "evaluate", "--annotations", "gt.json", "--results", "dt.json"});
+    QCOMPARE(mixed.code, 2);
+    QVERIFY(mixed.err.contains("evaluate takes either --spec"));
+  }
+
+  // --task inference: start (the number of images), progress per batch, a warning for an
+  // image that cannot be read (skipped), done naming results.json and the overlays.
+  void inferenceReportsProgressAndSkipsUnreadableImages() {
+    const TrainedRun& t = trained();
+    QVERIFY2(t.first.code == 0, qPrintable(t.first.err));
+    QTemporaryDir dir;
+    const QString images = dir.filePath("images");
+    QVERIFY(QDir().mkpath(images));
+    const QDir val(t.dir.filePath("shapes/images/val"));
+    const QStringList val_images = val.entryList({"*.jpg"}, QDir::Files, QDir::Name);
+    QCOMPARE(val_images.size(), 3);
+    for (const QString& name : val_images)
+      QVERIFY(QFile::copy(val.filePath(name), images + "/" + name));
+    writeFile(dir, "images/broken.png", "this is not a png");
+    const QString out = dir.filePath("out");
+    const qint64 before = QFileInfo(t.run + "events.jsonl").size();
+
+    const Run r = engine(engineArgs(
+        {"--task", "inference", "--images", images, "--out", out, "--set", "eval_batch_size=2"}));
+    QVERIFY2(r.code == 0, qPrintable(r.out + r.err));
+    QString bad;
+    const auto events = eventsOf(r.out.toUtf8(), &bad);
+    QVERIFY2(bad.isEmpty(), qPrintable(bad));
+    const QStringList types = typesOf(events);
+    QVERIFY2(types.first() == "start" && types.last() == "done", qPrintable(types.join(' ')));
+    QCOMPARE(QString::fromStdString(events.front().task()), QString("inference"));
+    QCOMPARE(events.front().total_steps(), 4u);
+    std::vector<uint64_t> steps;
+    int warnings = 0;
+    for (const auto& e : events) {
+      if (e.type() == "progress") {
+        steps.push_back(e.step());
+        QVERIFY(!e.has_losses());  // images, not training steps
+        QVERIFY(e.images_per_second() > 0);
+      }
+      if (e.type() == "warning") {
+        ++warnings;
+        QCOMPARE(QString::fromStdString(e.code()), QString("unreadable_image"));
+        QVERIFY2(QString::fromStdString(e.message()).contains(images + "/broken.png") &&
+                     QString::fromStdString(e.message()).endsWith("; skipped"),
+                 e.message().c_str());
+      }
+    }
+    QCOMPARE(steps, (std::vector<uint64_t>{2, 4}));  // two batches of 2 (000001..3, broken)
+    QCOMPARE(events[static_cast<size_t>(types.lastIndexOf("progress"))].eta_seconds(), 0.0);
+    QCOMPARE(warnings, 1);
+    const auto& done = events.back();
+    QCOMPARE(QString::fromStdString(done.status()), QString("ok"));
+    const QString summary = QString::fromStdString(done.summary());
+    QVERIFY2(summary.startsWith("3 images (1 unreadable, skipped), ") &&
+                 summary.contains("; results " + out + "/results.json; overlays in " + out),
+             qPrintable(summary));
+    QVERIFY(QFile::exists(out + "/results.json"));
+    QCOMPARE(QDir(out).entryList({"*.png"}).size(), 3);
+    // The run directory existed: its events.jsonl got the same events.
+    QCOMPARE(typesOf(eventsOf(readFile(t.run + "events.jsonl", before), &bad)), types);
+
+    // The launcher draws images done of the total, without losses.
+    const Run h = headless(t.args + QStringList{"--task", "inference", "--images", images, "--out",
+                                                out, "--set", "eval_batch_size=2"});
+    QVERIFY2(h.code == 0, qPrintable(h.out + h.err));
+    QVERIFY2(h.out.contains("inference on cpu: 4 images; run directory "), qPrintable(h.out));
+    QVERIFY2(h.out.contains(
+                 QRegularExpression("\nimages 2/4 \\(50%\\)  \\d+\\.\\d\\d img/s  ETA \\S+\n")),
+             qPrintable(h.out));
+    QVERIFY(h.out.contains("\nwarning: [unreadable_image] " + images + "/broken.png"));
+    QVERIFY2(
+        h.out.contains(QRegularExpression("\ninference finished after \\S+: 4 of 4 images\n"
+                                          "  1 warning, 0 errors\n  3 images \\(1 unreadable")),
+        qPrintable(h.out));
+    QVERIFY(!h.out.contains("loss"));
   }
 
   void trainNamesAMissingDataset() {
@@ -388,6 +747,30 @@ class HeadlessTest : public QObject {
     const std::string done = r.line(R"({"v":1,"type":"done","time":1100,"status":"ok"})");
     QVERIFY2(done.starts_with("\ntrain finished after 1m40s: step 140 of 200"), done.c_str());
     QCOMPARE(r.finish(0), std::string());
+  }
+
+  void aLogEventsTrailingNewlineIsNotAnEmptyLine() {
+    mrcnn::app::EventRenderer r({/*tty=*/false, 100, 10});
+    QCOMPARE(r.line(R"({"v":1,"type":"log","text":"dataset ready\n"})"),
+             std::string("dataset ready\n"));
+    QCOMPARE(r.line(R"({"v":1,"type":"log","text":"two\nlines\n\n"})"),
+             std::string("two\nlines\n"));
+    QCOMPARE(r.line(R"({"v":1,"type":"log","text":"\n"})"), std::string());
+  }
+
+  void inferenceProgressIsImagesDoneOfTheTotal() {
+    mrcnn::app::EventRenderer r({/*tty=*/true, 100, 3});
+    r.line(
+        R"({"v":1,"type":"start","time":1000,"task":"inference","device":"cpu","totalSteps":"40"})");
+    const std::string frame = r.line(
+        R"({"v":1,"type":"progress","time":1010,"step":"10","imagesPerSecond":2.5,"etaSeconds":12})");
+    QVERIFY2(frame == "\r\033[Kimages 10/40 [" + std::string(10, '#') + std::string(30, '.') +
+                          "]  25%  2.50 img/s  ETA 12s",
+             frame.c_str());  // no loss line, no loss in the bar
+    const std::string done =
+        r.line(R"({"v":1,"type":"done","time":1030,"status":"ok","summary":"40 images"})");
+    QVERIFY2(done == "\ninference finished after 30s: 10 of 40 images\n  40 images\n",
+             done.c_str());
   }
 
   void anEngineThatDiesWithoutDoneStillGetsASummary() {
