@@ -77,4 +77,9 @@ std::string printResolved(const Experiment& spec);
 // Sets every absent singular field of `spec`, data_config and maskrcnn_config to its default.
 void fillDefaults(Experiment* spec);
 
+// Makes the spec's file, folder and glob fields absolute, relative ones taken from `spec_dir`
+// (defaults of the messages present included), so that a copy of the spec kept elsewhere,
+// such as the spec as run in a run directory, still names the same files.
+void anchorPaths(Experiment* spec, const std::filesystem::path& spec_dir);
+
 }  // namespace mrcnn::spec

@@ -17,6 +17,7 @@ class SpecTest : public QObject {
   void overrideCanSupplyAMissingSetting();
   void resolvedSpecListsEveryFieldAndParsesBack();
   void relativePathsFollowTheSpecFile();
+  void specAsRunKeepsItsPathsWhenMoved();
   void missingFileIsAnError();
   void taoTrackingBlocksAreAcceptedWithAWarning();
 };

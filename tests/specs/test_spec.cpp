@@ -469,6 +469,32 @@ void SpecTest::relativePathsFollowTheSpecFile() {
   QCOMPARE(loaded.resolved.run_name, std::string("a"));
 }
 
+void SpecTest::specAsRunKeepsItsPathsWhenMoved() {
+  // The shapes spec's paths are relative ("../datasets/shapes", "../runs"); its copy in a run
+  // directory, read from another folder, must still name the same dataset and output folder.
+  const LoadedSpec loaded = loadSpecFile(sourceDir() / "specs/shapes_resnet18.txt");
+  QVERIFY2(loaded.ok(), qPrintable(dump(loaded)));
+  Experiment as_run = loaded.spec;
+  anchorPaths(&as_run, loaded.resolved.spec_dir);
+  const std::string printed = printResolved(as_run);
+  const LoadedSpec moved = loadSpecText(printed, "/elsewhere/run/spec.txt", "/elsewhere/run");
+  QVERIFY2(moved.ok(), qPrintable(dump(moved)));
+  QCOMPARE(moved.resolved.shapes_root, loaded.resolved.shapes_root);
+  QCOMPARE(moved.resolved.output_dir, loaded.resolved.output_dir);
+  QVERIFY(moved.resolved.shapes_root.is_absolute());
+
+  // Defaults of present messages are anchored too; absent messages and empty paths stay so.
+  Experiment partial;
+  partial.mutable_data_config()->set_val_json_file("val.json");
+  partial.mutable_data_config()->mutable_shapes_dataset();
+  anchorPaths(&partial, "/work/specs");
+  QCOMPARE(partial.data_config().val_json_file(), std::string("/work/specs/val.json"));
+  QCOMPARE(partial.data_config().shapes_dataset().root(), std::string("/work/specs/datasets/shapes"));
+  QCOMPARE(partial.output_dir(), std::string("/work/specs/runs"));
+  QVERIFY(!partial.has_checkpoint());
+  QVERIFY(!partial.data_config().has_train_image_dir());
+}
+
 void SpecTest::missingFileIsAnError() {
   const LoadedSpec loaded = loadSpecFile("/nonexistent/spec.txt");
   QVERIFY(!loaded.ok());
