@@ -194,7 +194,10 @@ void RunModel::addEvent(const events::Event& e) {
     const double step = static_cast<double>(e.step());
     step_ = step;
     if (status_ == RunStatus::NotStarted) status_ = RunStatus::Running;
-    if (e.has_losses()) {
+    // Only training's progress is plotted against training steps: an inference run in the
+    // same directory counts images in its steps.
+    const bool training = task_.isEmpty() || task_ == QLatin1String("train");
+    if (training && e.has_losses()) {
       const auto& l = e.losses();
       addPoint("loss_total", step, l.total());
       addPoint("loss_rpn_objectness", step, l.rpn_objectness());
@@ -203,11 +206,12 @@ void RunModel::addEvent(const events::Event& e) {
       addPoint("loss_fast_rcnn_box", step, l.fast_rcnn_box());
       addPoint("loss_mask", step, l.mask());
     }
-    if (e.lr() > 0) addPoint("lr", step, e.lr());
-    if (e.images_per_second() > 0) addPoint("images_per_second", step, e.images_per_second());
-    if (e.has_losses() || e.images_per_second() > 0)
+    if (training && e.lr() > 0) addPoint("lr", step, e.lr());
+    if (training && e.images_per_second() > 0)
+      addPoint("images_per_second", step, e.images_per_second());
+    if (training && (e.has_losses() || e.images_per_second() > 0))
       addPoint("data_wait_share", step, e.data_wait_share());
-    if (e.has_memory()) {
+    if (training && e.has_memory()) {
       addPoint("memory_rss_mib", step, e.memory().rss_mib());
       if (e.memory().device_mib() > 0) addPoint("memory_device_mib", step, e.memory().device_mib());
     }

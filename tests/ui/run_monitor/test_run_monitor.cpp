@@ -253,6 +253,12 @@ class RunMonitorTest : public QObject {
     // An evaluation started on the same directory does not cut the training curves.
     m.addLine(J("{'type':'start','task':'evaluate','totalSteps':50}"));
     QCOMPARE(m.series("loss_total")->size(), 3);
+    // Nor does an inference, whose progress steps count images: nothing of it is plotted.
+    m.addLine(J("{'type':'start','task':'inference','totalSteps':4}"));
+    m.addLine(J("{'type':'progress','step':2,'imagesPerSecond':3.5,'memory':{'rssMib':900}}"));
+    QCOMPARE(m.series("loss_total")->steps, (QVector<double>{1, 2, 3}));
+    QVERIFY(m.series("images_per_second") == nullptr || m.series("images_per_second")->size() == 0);
+    QVERIFY(m.series("memory_rss_mib") == nullptr || m.series("memory_rss_mib")->size() == 0);
   }
 
   // Guards reopening: the file gives back exactly the series the live run had.
