@@ -280,7 +280,12 @@ int Trainer::run() {
   std::optional<uint64_t> last_eval_step;
   const auto evaluate = [&]() {
     last_eval_step = step;
+    // An evaluation leaves the training's random stream where it was, so a run evaluated at
+    // step E trains exactly as one that is not, and a resume replays the same stream whether
+    // or not the evaluation is repeated.
+    const train::RngState rng_before_eval = train::captureRng();
     const ValidationResult v = validator->run(*net, device);
+    train::restoreRng(rng_before_eval);
     for (const auto& w : v.warnings) {
       warn(std::string(dataset::loaderWarningName(w.code)), w.message, w.image_id,
            w.annotation_id.value_or(0));
@@ -461,8 +466,12 @@ int runTrain(const TaskOptions& options, std::ostream& out, std::ostream& err) {
   try {
     run_dir.create();
     if (!run_dir.hasCheckpoint()) {
+      // Its paths made absolute: it is read again from the run directory (resume, the GUI's
+      // predictions), whose folder is not the spec's.
+      spec::Experiment as_run = loaded.spec;
+      spec::anchorPaths(&as_run, loaded.resolved.spec_dir);
       writeFileAtomic(run_dir.specFile(), "# " + options.spec_path.string() + ", as run\n" +
-                                              spec::printResolved(loaded.spec));
+                                              spec::printResolved(as_run));
     }
   } catch (const std::exception& e) {
     err << "error: run directory: " << e.what() << '\n';
