@@ -28,29 +28,17 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_doc import cpu_name, memory_gib, replace_section, wait_quiet
+
 ROOT = Path(__file__).resolve().parent.parent
 SECTION = "## Convergence on shapes"
 LOSSES = ["total", "rpnObjectness", "rpnBox", "fastRcnnClass", "fastRcnnBox", "mask"]
 
 
 def machine():
-    cpu = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return f"{platform.system()} {platform.release()}, {os.cpu_count()} cores ({cpu}), {mem:.0f} GiB"
-
-
-def wait_quiet(limit):
-    deadline = time.time() + 600
-    while os.getloadavg()[0] >= limit and time.time() < deadline:
-        print(f"load {os.getloadavg()[0]:.1f} >= {limit}: waiting", flush=True)
-        time.sleep(20)
+    mem = memory_gib()
+    return (f"{platform.system()} {platform.release()}, {os.cpu_count()} cores ({cpu_name()})"
+            + (f", {mem:.0f} GiB" if mem else ""))
 
 
 def read_events(run_dir):
@@ -209,17 +197,6 @@ def section(s, meta, note):
     return "\n".join(lines) + "\n"
 
 
-def write_section(text, path=ROOT / "docs/BENCHMARKS.md"):
-    doc = path.read_text()
-    start = doc.find(SECTION + "\n")
-    if start < 0:
-        doc = doc.rstrip("\n") + "\n\n" + text
-    else:
-        end = doc.find("\n## ", start + len(SECTION))
-        doc = doc[:start] + text.rstrip("\n") + ("\n\n" + doc[end + 1:] if end >= 0 else "\n")
-    path.write_text(doc)
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--spec", default=str(ROOT / "specs/shapes_resnet18.txt"))
@@ -297,7 +274,7 @@ def main():
         out.mkdir(exist_ok=True)
         shutil.copy(run_dir / "curve.csv", out / "shapes_curve.csv")
         shutil.copy(run_dir / "curve.svg", out / "shapes_curve.svg")
-        write_section(section(s, meta, a.note))
+        replace_section(SECTION, section(s, meta, a.note))
         print("docs/BENCHMARKS.md: section written; docs/convergence/ updated")
     return 0
 

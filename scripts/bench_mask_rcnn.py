@@ -49,6 +49,7 @@ from pathlib import Path
 
 import torch
 import torchvision
+from bench_doc import load_average, wait_quiet
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("MRCNN_SHARED_DIR", ROOT.parent / "shared"))
@@ -61,18 +62,6 @@ def parity_module():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def load_average():
-    return os.getloadavg()[0]
-
-
-def wait_quiet(limit):
-    if limit is None:
-        return
-    deadline = time.time() + 600
-    while load_average() >= limit and time.time() < deadline:
-        time.sleep(10)
 
 
 def autocast(precision):

@@ -88,6 +88,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import torchvision
+from bench_doc import cpu_name, load_average, memory_gib, replace_section, wait_quiet
 from PIL import Image
 from pycocotools.coco import COCO
 from torch import nn
@@ -604,29 +605,10 @@ def run_torchvision(s, samples, warmup, steps):
 
 # ---------------------------------------------------------------- the run
 
-def load_average():
-    return os.getloadavg()[0]
-
-
-def wait_quiet(limit):
-    if limit is None:
-        return
-    deadline = time.time() + 600
-    while load_average() >= limit and time.time() < deadline:
-        time.sleep(10)
-
-
 def machine():
-    cpu = "unknown CPU"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    mem = ""
-    with contextlib.suppress(OSError, IndexError, ValueError):
-        kib = int(Path("/proc/meminfo").read_text().split()[1])
-        mem = f", {kib / 2 ** 20:.0f} GiB"
+    cpu = cpu_name()
+    gib = memory_gib()
+    mem = f", {gib:.0f} GiB" if gib else ""
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip()
     dirty = subprocess.run(
@@ -794,15 +776,8 @@ To reproduce: {reproduce}
 """
 
 
-def write_section(text, path=ROOT / "docs/BENCHMARKS.md"):
-    doc = path.read_text()
-    start = doc.find(SECTION + "\n")
-    if start < 0:
-        doc = doc.rstrip("\n") + "\n\n" + text
-    else:
-        end = doc.find("\n## ", start + len(SECTION))
-        doc = doc[:start] + text.rstrip("\n") + ("\n\n" + doc[end + 1:] if end >= 0 else "")
-    path.write_text(doc if doc.endswith("\n") else doc + "\n")
+def write_section(text):
+    replace_section(SECTION, text)
 
 
 def main():
