@@ -15,14 +15,17 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: mrcnn-engine --spec SPEC [--task TASK] [--run-dir DIR] [--set path.to.field=value]...\n"
-    "       mrcnn-engine --spec SPEC --task inference --images FILE_OR_DIR [--out DIR]\n"
+    "       mrcnn-engine --spec SPEC --task inference [--images FILE_OR_DIR] [--out DIR]\n"
     "                    [--checkpoint FILE] [--overlay-threshold SCORE]\n"
+    "                    (default images: the spec's validation images)\n"
     "       mrcnn-engine --spec SPEC --task evaluate [--run-dir DIR] [--checkpoint FILE]\n"
     "       mrcnn-engine --task evaluate --annotations GT.json --results DT.json\n"
     "                    [--iou-type bbox|segm|both] [--metrics-out METRICS.json]\n"
     "       mrcnn-engine --task dataset_convert --image-dir DIR --annotations FILE.json\n"
     "                    --output-dir DIR [--tag TAG] [--num-shards N]\n"
     "                    [--include-mask true|false]\n"
+    "       mrcnn-engine --spec SPEC --task dataset_convert [--run-dir DIR]\n"
+    "                    (the spec's train and val sets into RUN_DIR/shards)\n"
     "tasks: train (default), validate, evaluate, inference, dataset_convert, prune, export\n";
 
 // Options that take a value; --set may be repeated.
@@ -106,6 +109,20 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
     return runEvaluateFiles(options, out, err);
   }
 
+  if (task == "dataset_convert" && values.count("--spec")) {
+    for (const char* file_option :
+         {"--image-dir", "--annotations", "--output-dir", "--tag", "--num-shards",
+          "--include-mask"}) {
+      if (values.count(file_option)) {
+        err << "mrcnn-engine: dataset_convert takes either --spec (the spec's datasets into "
+               "the run directory's shards/) or --image-dir, --annotations and --output-dir, "
+               "not both ("
+            << file_option << " was given with --spec)\n"
+            << kUsage;
+        return kExitUsage;
+      }
+    }
+  }
   if (task == "dataset_convert" && !values.count("--spec")) {
     DatasetConvertOptions options;
     options.image_dir = get("--image-dir");
@@ -130,6 +147,7 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
   if (task == "validate") return runValidate(options, out, err);
   if (task == "train") return runTrain(options, out, err);
   if (task == "evaluate") return runEvaluate(options, out, err);
+  if (task == "dataset_convert") return runDatasetConvertFromSpec(options, out, err);
   if (task == "inference") {
     InferenceOptions inference;
     inference.images = get("--images");
@@ -148,7 +166,7 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
     }
     return runInference(options, inference, out, err);
   }
-  for (const char* later : {"dataset_convert", "prune", "export"}) {
+  for (const char* later : {"prune", "export"}) {
     if (task == later) {
       err << "mrcnn-engine: task " << task << " from a spec is not part of this build yet\n";
       return kExitUsage;

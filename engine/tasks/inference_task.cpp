@@ -1,9 +1,10 @@
 // The inference task: a model from the spec with its weights, run on an image or a folder of
-// images; writes OUT/results.json (COCO results: one object per detection with image_id,
-// file_name, category_id, bbox [x, y, w, h], score and a compressed-RLE segmentation),
-// OUT/categories.json and an overlay image per input (OUT/<stem>.png). As the inference task
-// it speaks the events (start, progress per batch of images, a warning per unreadable image,
-// done); run by another task (the train task's overlays) it prints lines of text.
+// images (by default the spec's validation images); writes OUT/results.json (COCO results: one
+// object per detection with image_id, file_name, category_id, bbox [x, y, w, h], score and a
+// compressed-RLE segmentation), OUT/categories.json and an overlay image per input
+// (OUT/<stem>.png). As the inference task it speaks the events (start, progress per batch of
+// images, a warning per unreadable image, done); run by another task (the train task's
+// overlays) it prints lines of text.
 #include <ATen/ATen.h>
 #include <torch/torch.h>
 
@@ -82,28 +83,44 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
     return report.fail("bad_device", options.spec_path.string() + ": device: " + device.error,
                        kExitBadSpec);
   }
-  if (inference.images.empty()) {
-    return report.fail("usage", "--images: give an image file or a folder of images", kExitUsage);
+  // The dataset first: without --images, the spec's validation images are the input.
+  std::ostringstream data_log, data_err;
+  const std::optional<DataFiles> data = prepareData(loaded, data_log, data_err);
+  if (!data) {
+    if (!data_log.str().empty()) report.log(data_log.str());
+    return report.fail("bad_dataset", data_err.str(), kExitBadData);
+  }
+  const bool from_spec = inference.images.empty();
+  const fs::path source = from_spec ? data->val_image_dir : inference.images;
+  if (source.empty()) {
+    std::string looked = "--images was not given and " + options.spec_path.string() +
+                         " has no validation image folder to default to (looked for "
+                         "data_config.val_image_dir and data_config.shapes_dataset";
+    if (!s.data_config().validation_file_pattern().empty()) {
+      looked += "; its validation_file_pattern shards hold no image files to run on";
+    }
+    return report.fail("usage", looked + "): give --images FILE_OR_DIR", kExitUsage);
   }
   std::vector<fs::path> images;
   try {
-    images = listImages(inference.images);
+    images = listImages(source);
   } catch (const std::exception& e) {
-    return report.fail("bad_images", std::string("--images: ") + e.what(), kExitBadData);
+    return report.fail("bad_images",
+                       std::string(from_spec ? "data_config.val_image_dir: " : "--images: ") +
+                           e.what(),
+                       kExitBadData);
   }
   report.write(train::startEvent("inference", options.spec_path.string(),
                                  has_run_dir ? run_dir.string() : std::string(), device.name, 1,
                                  images.size(), 0, MRCNN_VERSION));
   if (report.events()) {
     report.log(std::to_string(images.size()) + (images.size() == 1 ? " image" : " images") +
-               " from " + inference.images.string() + "; results and overlays in " +
-               out_dir.string());
+               " from " + source.string() +
+               (from_spec ? " (the spec's validation images; no --images given)" : "") +
+               "; results and overlays in " + out_dir.string());
   }
-
-  std::ostringstream data_log, data_err;
-  const std::optional<DataFiles> data = prepareData(loaded, data_log, data_err);
   if (!data_log.str().empty()) report.log(data_log.str());
-  if (!data) return report.fail("bad_dataset", data_err.str(), kExitBadData);
+
   model::MaskRCNN net(modelOptionsFromSpec(s, loaded.resolved));
   const fs::path weights = weightsFile(options, loaded, run_dir);
   if (weights.empty()) {
@@ -126,8 +143,7 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
     return report.fail("bad_dataset", std::string("categories: ") + e.what(), kExitBadData);
   }
   const auto relativeName = [&](const fs::path& path) {
-    return fs::is_directory(inference.images) ? path.lexically_relative(inference.images)
-                                              : path.filename();
+    return fs::is_directory(source) ? path.lexically_relative(source) : path.filename();
   };
 
   const c10::Device torch_device(device.name);
@@ -294,7 +310,7 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
   if (done > 0 && ran == 0) {
     return report.fail("no_readable_image",
                        "none of the " + std::to_string(images.size()) + " images in " +
-                           inference.images.string() + " could be read",
+                           source.string() + " could be read",
                        kExitBadData);
   }
   std::ostringstream summary;
@@ -329,22 +345,8 @@ int runInference(const TaskOptions& options, const InferenceOptions& inference, 
       !options.run_dir.empty() || inference.out.empty() || fs::is_directory(run_dir, ec);
   std::unique_ptr<train::EventWriter> events;
   if (inference.events) {
-    train::EventWriterOptions writer_options;
-    if (has_run_dir) {
-      fs::create_directories(run_dir, ec);
-      if (ec) {
-        err << "error: run directory: cannot create the folder " << run_dir.string() << ": "
-            << ec.message() << '\n';
-        return kExitBadData;
-      }
-      writer_options.events_file = run_dir / "events.jsonl";
-    }
-    try {
-      events = std::make_unique<train::EventWriter>(writer_options);
-    } catch (const std::exception& e) {
-      err << "error: " << e.what() << '\n';
-      return kExitBadData;
-    }
+    events = openTaskEvents(has_run_dir ? run_dir : fs::path(), err);
+    if (!events) return kExitBadData;
     train::StopSignal::install();
   }
   out.flush();

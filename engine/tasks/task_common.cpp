@@ -183,6 +183,26 @@ double TaskReport::elapsed() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
 }
 
+std::unique_ptr<train::EventWriter> openTaskEvents(const fs::path& run_dir, std::ostream& err) {
+  train::EventWriterOptions writer_options;
+  if (!run_dir.empty()) {
+    std::error_code ec;
+    fs::create_directories(run_dir, ec);
+    if (ec) {
+      err << "error: run directory: cannot create the folder " << run_dir.string() << ": "
+          << ec.message() << '\n';
+      return nullptr;
+    }
+    writer_options.events_file = run_dir / "events.jsonl";
+  }
+  try {
+    return std::make_unique<train::EventWriter>(writer_options);
+  } catch (const std::exception& e) {
+    err << "error: " << e.what() << '\n';
+    return nullptr;
+  }
+}
+
 double processResidentMiB() {
   std::ifstream statm("/proc/self/statm");
   long pages_total = 0, pages_resident = 0;

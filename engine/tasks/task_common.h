@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 #include <iosfwd>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -68,6 +69,12 @@ class TaskReport {
   std::ostream& err_;
   std::chrono::steady_clock::time_point started_;
 };
+
+// The event writer of a task run from a spec: events on stdout and, when `run_dir` is not
+// empty, in its events.jsonl and log.txt (the folder is created). Null after saying why to
+// `err` (the caller exits with kExitBadData).
+std::unique_ptr<train::EventWriter> openTaskEvents(const std::filesystem::path& run_dir,
+                                                   std::ostream& err);
 
 // The resident memory of this process in MiB (0 where /proc is not available).
 double processResidentMiB();

@@ -26,8 +26,10 @@ int runValidate(const TaskOptions& options, std::ostream& out, std::ostream& err
 int runTrain(const TaskOptions& options, std::ostream& out, std::ostream& err);
 
 struct InferenceOptions {
-  std::filesystem::path images;  // an image file or a folder of images
-  std::filesystem::path out;     // empty: <run dir>/inference
+  // An image file or a folder of images; empty: the spec's validation images
+  // (data_config.val_image_dir, or the shapes dataset's generated val split).
+  std::filesystem::path images;
+  std::filesystem::path out;       // empty: <run dir>/inference
   double overlay_threshold = 0.5;  // detections drawn on the overlays score at least this
   // The inference task: events (start, log, progress per batch, warning per unreadable image,
   // done) on stdout and, when the run directory exists or is where the outputs go, in its
@@ -37,7 +39,8 @@ struct InferenceOptions {
 };
 
 // Runs the spec's model with its weights (--checkpoint, else the run directory's last
-// checkpoint, else the spec's checkpoint) on images: writes results.json (COCO results with
+// checkpoint, else the spec's checkpoint) on images (by default the spec's validation images):
+// writes results.json (COCO results with
 // file names and RLE masks), categories.json and an overlay image per input. An image that
 // cannot be read is skipped with a warning (exit code kExitBadData when none could be).
 int runInference(const TaskOptions& options, const InferenceOptions& inference, std::ostream& out,
@@ -73,5 +76,12 @@ struct DatasetConvertOptions {
 // Converts a COCO dataset into shard files with TAO's <tag>_warnings.json and a report of
 // every problem (dataset/convert/dataset_convert.h); prints a summary per kind of problem.
 int runDatasetConvert(const DatasetConvertOptions& options, std::ostream& out, std::ostream& err);
+
+// dataset_convert from a spec: its training set (train_image_dir + train_json_file) and its
+// validation set (val_image_dir + val_json_file), or the shapes dataset's generated splits,
+// converted as runDatasetConvert does into <run dir>/shards with the tags "train" and "val".
+// Events on stdout and in <run dir>/events.jsonl: start, a log per split (its summary, the
+// warnings and report files), a warning per kind of problem, done naming the output folder.
+int runDatasetConvertFromSpec(const TaskOptions& options, std::ostream& out, std::ostream& err);
 
 }  // namespace mrcnn::engine

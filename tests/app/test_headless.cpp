@@ -1,7 +1,7 @@
 // `mrcnn-workbench --headless` end to end: the launcher, the engine behind it, exit codes;
-// the engine's train, evaluate and inference tasks on one short real training run (events on
-// stdout and in events.jsonl, log.txt); and the terminal rendering of the engine's events
-// (app/event_render.h), fed event lines.
+// the engine's train, evaluate and inference tasks on one short real training run, and
+// dataset_convert from a spec (events on stdout and in events.jsonl, log.txt); and the
+// terminal rendering of the engine's events (app/event_render.h), fed event lines.
 #include <google/protobuf/util/message_differencer.h>
 #include <signal.h>
 
@@ -13,6 +13,7 @@
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -576,6 +577,179 @@ class HeadlessTest : public QObject {
                                           "  1 warning, 0 errors\n  3 images \\(1 unreadable")),
         qPrintable(h.out));
     QVERIFY(!h.out.contains("loss"));
+  }
+
+  // --task inference from the spec alone (the GUI's Run): the spec's validation images (the
+  // shapes dataset's val split) into <run dir>/inference, the folder named in a log event.
+  void inferenceWithoutImagesRunsOnTheSpecsValidationImages() {
+    const TrainedRun& t = trained();
+    QVERIFY2(t.first.code == 0, qPrintable(t.first.err));
+    const QString val_dir = t.dir.filePath("shapes/images/val");
+    const QStringList val_images = QDir(val_dir).entryList({"*.jpg"}, QDir::Files, QDir::Name);
+    QCOMPARE(val_images.size(), 3);
+    const QString out = t.run + "inference";
+    QVERIFY(QDir(out).removeRecursively());  // the training run's overlays must not count
+
+    const Run r = engine(engineArgs({"--task", "inference", "--set", "eval_batch_size=2"}));
+    QVERIFY2(r.code == 0, qPrintable(r.out + r.err));
+    QString bad;
+    const auto events = eventsOf(r.out.toUtf8(), &bad);
+    QVERIFY2(bad.isEmpty(), qPrintable(bad));
+    const QStringList types = typesOf(events);
+    QVERIFY2(types.first() == "start" && types.last() == "done" && types.count("progress") == 2 &&
+                 types.count("error") == 0 && types.count("warning") == 0,
+             qPrintable(types.join(' ')));
+    QCOMPARE(QString::fromStdString(events.front().task()), QString("inference"));
+    QCOMPARE(events.front().total_steps(), 3u);
+    bool named = false;
+    for (const auto& e : events) {
+      named |= e.type() == "log" && QString::fromStdString(e.text()).startsWith(
+                                        "3 images from " + val_dir +
+                                        " (the spec's validation images; no --images given)"
+                                        "; results and overlays in " + out);
+    }
+    QVERIFY(named);
+    const auto& done = events.back();
+    QCOMPARE(QString::fromStdString(done.status()), QString("ok"));
+    const QString summary = QString::fromStdString(done.summary());
+    QVERIFY2(summary.startsWith("3 images, ") &&
+                 summary.contains("; results " + out + "/results.json; overlays in " + out),
+             qPrintable(summary));
+    // An overlay per validation image; every result names one of them.
+    QStringList overlays;
+    for (const QString& name : val_images)
+      overlays << QFileInfo(name).completeBaseName() + ".png";
+    QCOMPARE(QDir(out).entryList({"*.png"}, QDir::Files, QDir::Name), overlays);
+    const QJsonDocument results = QJsonDocument::fromJson(readFile(out + "/results.json"));
+    QVERIFY(results.isArray());
+    for (const QJsonValue& v : results.array()) {
+      QVERIFY2(val_images.contains(v["file_name"].toString()),
+               qPrintable(v["file_name"].toString()));
+    }
+    QVERIFY(QFile::exists(out + "/categories.json"));
+
+    // A spec whose validation images are shards only: the usage error says what was looked for.
+    QTemporaryDir dir;
+    writeFile(dir, "val.json", "{}");  // only its existence is checked before the images
+    const QString spec = writeFile(dir, "s.txt",
+                                   "output_dir: \"runs\"\ndata_config {\n"
+                                   "  validation_file_pattern: \"shards/val-*\"\n"
+                                   "  val_json_file: \"val.json\"\n}\n");
+    const Run usage = engine({"--spec", spec, "--task", "inference", "--set", "device=cpu"});
+    QCOMPARE(usage.code, 2);
+    QVERIFY2(usage.err.contains("--images was not given and " + spec +
+                                " has no validation image folder to default to (looked for "
+                                "data_config.val_image_dir and data_config.shapes_dataset"),
+             qPrintable(usage.err));
+  }
+
+  // --task dataset_convert from a spec (the GUI's Run): the shapes dataset's train and val
+  // splits into <run dir>/shards with the tags train and val, events as the other tasks speak
+  // them; a planted box out of its image gives TAO's warnings file and a warning event.
+  void datasetConvertFromTheSpec() {
+    QTemporaryDir dir;
+    const QString run = dir.filePath("run");
+    const QString shards = run + "/shards";
+    const Run r = engine({"--spec", sourceDir() + "/specs/shapes_resnet18.txt", "--task",
+                          "dataset_convert", "--run-dir", run, "--set",
+                          "data_config.shapes_dataset.root=" + dir.filePath("shapes"), "--set",
+                          "data_config.shapes_dataset.train_images=4", "--set",
+                          "data_config.shapes_dataset.val_images=2"});
+    QVERIFY2(r.code == 0, qPrintable(r.out + r.err));
+    QString bad;
+    const auto events = eventsOf(r.out.toUtf8(), &bad);
+    QVERIFY2(bad.isEmpty(), qPrintable(bad));
+    const QStringList types = typesOf(events);
+    QVERIFY2(types.first() == "start" && types.last() == "done" && types.count("error") == 0,
+             qPrintable(types.join(' ')));
+    QCOMPARE(QString::fromStdString(events.front().task()), QString("dataset_convert"));
+    QCOMPARE(QString::fromStdString(events.front().run_dir()), run);
+    QStringList logs;
+    for (const auto& e : events) {
+      if (e.type() == "log") logs << QString::fromStdString(e.text());
+    }
+    const auto logged = [&](const QString& text) {
+      return std::any_of(logs.begin(), logs.end(),
+                         [&](const QString& l) { return l.contains(text); });
+    };
+    QVERIFY2(logged("train:\n  read 4 images and ") && logged("val:\n  read 2 images and ") &&
+                 logged("  report: " + shards + "/train_report.json\n") &&
+                 logged("  report: " + shards + "/val_report.json\n"),
+             qPrintable(logs.join("\n---\n")));
+    const auto& done = events.back();
+    QCOMPARE(QString::fromStdString(done.status()), QString("ok"));
+    QVERIFY2(QString::fromStdString(done.summary())
+                 .startsWith("converted train (4 images, ") &&
+                 done.summary().find(" and val (2 images, ") != std::string::npos &&
+                 QString::fromStdString(done.summary())
+                     .contains(") into " + shards + "; TAO warnings: none; reports: " + shards +
+                               "/train_report.json and " + shards + "/val_report.json"),
+             done.summary().c_str());
+    QCOMPARE(QDir(shards).entryList({"train-*"}, QDir::Files, QDir::Name),
+             (QStringList{"train-00000-of-00004", "train-00001-of-00004", "train-00002-of-00004",
+                          "train-00003-of-00004"}));
+    QCOMPARE(QDir(shards).entryList({"val-*"}, QDir::Files, QDir::Name),
+             (QStringList{"val-00000-of-00002", "val-00001-of-00002"}));
+    QCOMPARE(QJsonDocument::fromJson(readFile(shards + "/val_report.json"))["summary"].toObject(),
+             QJsonObject());
+    QCOMPARE(typesOf(eventsOf(readFile(run + "/events.jsonl"), &bad)), types);
+
+    // A training set of the spec's own with a box past its image: TAO's box warning.
+    QJsonObject coco =
+        QJsonDocument::fromJson(readFile(dir.filePath("shapes/annotations/instances_val.json")))
+            .object();
+    QJsonArray annotations = coco["annotations"].toArray();
+    QJsonObject first = annotations[0].toObject();
+    QJsonArray box = first["bbox"].toArray();
+    box[2] = 10000.0;
+    first["bbox"] = box;
+    annotations[0] = first;
+    coco["annotations"] = annotations;
+    const QString faulty = writeFile(dir, "faulty.json", QJsonDocument(coco).toJson());
+    const QString spec =
+        writeFile(dir, "faulty.txt",
+                  "output_dir: \"runs\"\ndata_config {\n  train_image_dir: \"" +
+                      dir.filePath("shapes/images/val").toUtf8() + "\"\n  train_json_file: \"" +
+                      faulty.toUtf8() + "\"\n}\n");
+    const QString run2 = dir.filePath("run2");
+    const Run f = engine({"--spec", spec, "--task", "dataset_convert", "--run-dir", run2});
+    QVERIFY2(f.code == 0, qPrintable(f.out + f.err));
+    const auto faulty_events = eventsOf(f.out.toUtf8(), &bad);
+    QVERIFY2(bad.isEmpty(), qPrintable(bad));
+    int box_warnings = 0;
+    for (const auto& e : faulty_events) {
+      if (e.type() != "warning") continue;
+      QCOMPARE(QString::fromStdString(e.code()), QString("box_out_of_bounds"));
+      QVERIFY2(QString::fromStdString(e.message()) ==
+                   "train: 1 problem of kind box_out_of_bounds; each listed in " + run2 +
+                       "/shards/train_report.json",
+               e.message().c_str());
+      ++box_warnings;
+    }
+    QCOMPARE(box_warnings, 1);
+    const QString warnings_file = run2 + "/shards/train_warnings.json";
+    QVERIFY(QFile::exists(warnings_file));
+    const QString summary = QString::fromStdString(faulty_events.back().summary());
+    QVERIFY2(summary.contains("; TAO warnings: " + warnings_file + " (1 image); reports: " + run2 +
+                              "/shards/train_report.json"),
+             qPrintable(summary));
+    QVERIFY(!summary.contains("val"));
+
+    // Data paths the spec leaves out: the field named, as an error event.
+    const QString half = writeFile(dir, "half.txt",
+                                   "output_dir: \"runs\"\ndata_config {\n  val_json_file: \"" +
+                                       faulty.toUtf8() + "\"\n}\n");
+    const Run h = engine({"--spec", half, "--task", "dataset_convert", "--run-dir", run2});
+    QCOMPARE(h.code, 3);
+    QVERIFY2(h.err.contains(half + ": data_config.val_image_dir: not set, but val_json_file is"),
+             qPrintable(h.err));
+    const auto half_events = eventsOf(h.out.toUtf8(), &bad);
+    QVERIFY(!half_events.empty());
+    QCOMPARE(QString::fromStdString(half_events.back().status()), QString("failed"));
+    // The file-based mode's options do not mix with a spec.
+    const Run mixed = engine({"--spec", half, "--task", "dataset_convert", "--image-dir", run2});
+    QCOMPARE(mixed.code, 2);
+    QVERIFY(mixed.err.contains("dataset_convert takes either --spec"));
   }
 
   void trainNamesAMissingDataset() {
