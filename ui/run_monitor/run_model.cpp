@@ -252,6 +252,9 @@ void RunModel::addEvent(const events::Event& e) {
   } else if (type == "checkpoint") {
     last_checkpoint_ = text(e.path());
     last_checkpoint_step_ = static_cast<double>(e.step());
+    // Progress comes every logging_frequency steps; a stop's checkpoint may be after the last.
+    if (task_.isEmpty() || task_ == QLatin1String("train"))
+      step_ = std::max(step_, last_checkpoint_step_);
     if (e.best()) best_checkpoint_ = last_checkpoint_;
     log_.append(QStringLiteral("checkpoint at step %1: %2%3")
                     .arg(e.step())

@@ -238,6 +238,8 @@ class RunMonitorTest : public QObject {
     m.addLine(J("{'type':'start','totalSteps':10}"));
     for (int s = 1; s <= 8; ++s)
       m.addLine(J("{'type':'progress','step':%1,'losses':{'total':%2}}").arg(s).arg(10 - s));
+    m.addLine(J("{'type':'checkpoint','step':9,'path':'checkpoints/model.step-9.pt'}"));
+    QCOMPARE(m.step(), 9.0);  // the stop's checkpoint after the last progress event
     m.addLine(J("{'type':'done','status':'stopped'}"));
     QCOMPARE(m.status(), RunStatus::Stopped);
     m.addLine(J("{'type':'start','task':'train','totalSteps':10,'startStep':5}"));
