@@ -184,7 +184,7 @@ class SpecEditorTest : public QObject {
     QCOMPARE(form->editor(u"maskrcnn_config.aspect_ratios"_qs)->literal(),
              u"\"[(1.0, 1.0), (1.4, 0.7), (0.7, 1.4)]\""_qs);
     // Absent fields: not set, their default shown greyed.
-    FieldEditor* amp = form->editor(u"use_amp"_qs);
+    FieldEditor* amp = form->editor(u"visualize_images_summary"_qs);
     QVERIFY(!amp->isSet());
     QCOMPARE(amp->literal(), QString());
     auto* resize = qobject_cast<QComboBox*>(form->editor(u"data_config.resize_mode"_qs)->input());
@@ -226,10 +226,10 @@ class SpecEditorTest : public QObject {
     QVERIFY(editor.isModified());
     const QString after_depth = editor.text();
 
-    auto* amp = qobject_cast<QCheckBox*>(form->editor(u"use_amp"_qs)->input());
+    auto* amp = qobject_cast<QCheckBox*>(form->editor(u"visualize_images_summary"_qs)->input());
     amp->click();
-    QCOMPARE(changedLines(after_depth, editor.text()), QStringList{u"use_amp: true"_qs});
-    QVERIFY(form->editor(u"use_amp"_qs)->isSet());
+    QCOMPARE(changedLines(after_depth, editor.text()), QStringList{u"visualize_images_summary: true"_qs});
+    QVERIFY(form->editor(u"visualize_images_summary"_qs)->isSet());
     const QString after_amp = editor.text();
 
     auto* resize = qobject_cast<QComboBox*>(form->editor(u"data_config.resize_mode"_qs)->input());
@@ -280,12 +280,12 @@ class SpecEditorTest : public QObject {
     found.insertText(u"nlayers: 101"_qs);
     QTextCursor end(doc);
     end.movePosition(QTextCursor::End);
-    end.insertText(u"use_amp: True\n"_qs);
+    end.insertText(u"visualize_images_summary: True\n"_qs);
     // Validation waits for a pause in typing, then the form follows.
     QTRY_COMPARE_WITH_TIMEOUT(editor.form()->editor(u"maskrcnn_config.nlayers"_qs)->literal(),
                               u"101"_qs, 3000);
-    QVERIFY(editor.form()->editor(u"use_amp"_qs)->isSet());
-    QCOMPARE(editor.form()->editor(u"use_amp"_qs)->literal(), u"true"_qs);
+    QVERIFY(editor.form()->editor(u"visualize_images_summary"_qs)->isSet());
+    QCOMPARE(editor.form()->editor(u"visualize_images_summary"_qs)->literal(), u"true"_qs);
   }
 
   void badSpecShowsErrorsAtTheirLineAndField() {
