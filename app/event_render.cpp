@@ -63,17 +63,7 @@ EventRenderer::EventRenderer(RenderOptions options) : options_(options) {
 }
 
 std::string EventRenderer::duration(double seconds) {
-  if (!(seconds >= 0) || !std::isfinite(seconds)) return "?";
-  const long long s = std::llround(seconds);
-  char buf[48];
-  if (s >= 3600) {
-    std::snprintf(buf, sizeof buf, "%lldh%02lldm%02llds", s / 3600, s / 60 % 60, s % 60);
-  } else if (s >= 60) {
-    std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
-  } else {
-    std::snprintf(buf, sizeof buf, "%llds", s);
-  }
-  return buf;
+  return events::formatDuration(seconds);
 }
 
 std::string EventRenderer::printLine(const std::string& text) {
@@ -111,7 +101,7 @@ std::string EventRenderer::render(const events::Event& e) {
   if (type == "checkpoint") {
     last_checkpoint_ = e.path();
     return printLine("checkpoint at step " + std::to_string(e.step()) + ": " + e.path() +
-                (e.best() ? "  (best so far)" : ""));
+                     (e.best() ? "  (best so far)" : ""));
   }
   if (type == "warning") {
     ++warnings_;

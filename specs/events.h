@@ -19,4 +19,8 @@ std::string toJsonLine(Event event);
 // Returns std::nullopt and sets *error (when given) for a line that is not an event.
 std::optional<Event> parseJsonLine(std::string_view line, std::string* error = nullptr);
 
+// A duration as events are read out to people: "42s", "3m07s", "1h02m03s"; "?" when negative
+// or not finite.
+std::string formatDuration(double seconds);
+
 }  // namespace mrcnn::events

@@ -68,20 +68,6 @@ std::string format(const char* fmt, double v) {
   return buf;
 }
 
-std::string duration(double seconds) {
-  if (!(seconds >= 0) || !std::isfinite(seconds)) return "?";
-  const long long s = std::llround(seconds);
-  char buf[48];
-  if (s >= 3600) {
-    std::snprintf(buf, sizeof buf, "%lldh%02lldm%02llds", s / 3600, s / 60 % 60, s % 60);
-  } else if (s >= 60) {
-    std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
-  } else {
-    std::snprintf(buf, sizeof buf, "%llds", s);
-  }
-  return buf;
-}
-
 // AP, AP50 and AP75 of a COCO summary; "-" where pycocotools has -1.
 std::string apText(const events::CocoStats& s) {
   static constexpr const char* kNames[3] = {"AP", "AP50", "AP75"};
@@ -204,7 +190,7 @@ std::string eventText(const events::Event& e, const std::string& task, uint64_t 
     if (e.images_per_second() > 0) t += "  " + format("%.2f", e.images_per_second()) + " img/s";
     if (e.data_wait_share() > 0)
       t += "  data wait " + format("%.0f", 100 * e.data_wait_share()) + "%";
-    if (e.eta_seconds() > 0) t += "  ETA " + duration(e.eta_seconds());
+    if (e.eta_seconds() > 0) t += "  ETA " + events::formatDuration(e.eta_seconds());
     if (e.skipped_steps() > 0) t += "  skipped steps " + std::to_string(e.skipped_steps());
     if (e.loss_scale() > 0) t += "  loss scale " + format("%g", e.loss_scale());
     if (e.memory().rss_mib() > 0) t += "  rss " + format("%.0f", e.memory().rss_mib()) + " MiB";
@@ -256,7 +242,7 @@ std::string eventText(const events::Event& e, const std::string& task, uint64_t 
   }
   if (type == "done") {
     t = "done: " + (e.status().empty() ? std::string("ok") : e.status());
-    if (e.elapsed_seconds() > 0) t += " after " + duration(e.elapsed_seconds());
+    if (e.elapsed_seconds() > 0) t += " after " + events::formatDuration(e.elapsed_seconds());
     if (!e.summary().empty()) t += ": " + e.summary();
     return t;
   }
