@@ -237,7 +237,13 @@ std::vector<cv::Point2d> blobOutline(cv::Point2d c, double r, Rng& rng) {
   return pts;
 }
 
-void paintBackground(cv::Mat& canvas, Rng& rng) {
+// `count` scaled by the clutter factor: the draw happens whatever the factor, so that a factor
+// of 1 paints exactly what the generator always painted.
+int scaledCount(int count, double clutter) {
+  return static_cast<int>(std::lround(count * clutter));
+}
+
+void paintBackground(cv::Mat& canvas, Rng& rng, double clutter) {
   const int w = canvas.cols, h = canvas.rows;
   // A gradient between two random colours along a random direction.
   const cv::Vec3f c0 = randomColor(rng), c1 = randomColor(rng);
@@ -266,7 +272,7 @@ void paintBackground(cv::Mat& canvas, Rng& rng) {
   cv::resize(coarse, smooth, canvas.size(), 0, 0, cv::INTER_CUBIC);
   canvas += smooth;
   // Clutter: blobs, lines and arcs in colours like the shapes'.
-  const int blobs = rng.uniformInt(1, 5);
+  const int blobs = scaledCount(rng.uniformInt(1, 5), clutter);
   for (int i = 0; i < blobs; ++i) {
     const cv::Point2d c(rng.uniform(0, w), rng.uniform(0, h));
     const double r = rng.uniform(6, std::min(w, h) / 4.0);
@@ -275,14 +281,14 @@ void paintBackground(cv::Mat& canvas, Rng& rng) {
     if (box.area() > 0)
       paintTextured(canvas, mask, box, rng, randomColor(rng), rng.uniform(0.4, 1));
   }
-  const int lines = rng.uniformInt(2, 9);
+  const int lines = scaledCount(rng.uniformInt(2, 9), clutter);
   for (int i = 0; i < lines; ++i) {
     const cv::Point a(rng.uniformInt(-w / 4, w + w / 4), rng.uniformInt(-h / 4, h + h / 4));
     const cv::Point b(rng.uniformInt(-w / 4, w + w / 4), rng.uniformInt(-h / 4, h + h / 4));
     const cv::Vec3f c = randomColor(rng);
     cv::line(canvas, a, b, cv::Scalar(c[0], c[1], c[2]), rng.uniformInt(1, 4), cv::LINE_AA);
   }
-  const int arcs = rng.uniformInt(0, 3);
+  const int arcs = scaledCount(rng.uniformInt(0, 3), clutter);
   for (int i = 0; i < arcs; ++i) {
     const cv::Point c(rng.uniformInt(0, w - 1), rng.uniformInt(0, h - 1));
     const int r = rng.uniformInt(8, std::min(w, h) / 3);
@@ -306,12 +312,14 @@ struct Layer {
   cv::Mat painted;
 };
 
-Layer makeShape(Rng& rng, cv::Size size, const std::vector<Placed>& placed) {
+Layer makeShape(Rng& rng, cv::Size size, int categories, double minDiameter,
+                const std::vector<Placed>& placed) {
   Layer layer;
-  layer.category = rng.uniformInt(1, static_cast<int>(kCategories.size()));
-  // Log-uniform diameter from 12 px to half the image: small shapes are as common as large.
-  const double maxDiameter = std::max(13.0, std::min(size.width, size.height) / 2.0);
-  const double r = std::exp(rng.uniform(std::log(12.0), std::log(maxDiameter))) / 2;
+  layer.category = rng.uniformInt(1, categories);
+  // Log-uniform diameter from the smallest size to half the image: small shapes are as common
+  // as large.
+  const double maxDiameter = std::max(minDiameter + 1, std::min(size.width, size.height) / 2.0);
+  const double r = std::exp(rng.uniform(std::log(minDiameter), std::log(maxDiameter))) / 2;
   cv::Point2d c(rng.uniform(0, size.width), rng.uniform(0, size.height));
   if (!placed.empty() && rng.chance(0.4)) {
     // Next to an earlier shape, so that shapes overlap and occlude each other often.
@@ -327,9 +335,9 @@ Layer makeShape(Rng& rng, cv::Size size, const std::vector<Placed>& placed) {
   return layer;
 }
 
-Layer makeCrowd(Rng& rng, cv::Size size) {
+Layer makeCrowd(Rng& rng, cv::Size size, int categories) {
   Layer layer;
-  layer.category = rng.uniformInt(1, static_cast<int>(kCategories.size()));
+  layer.category = rng.uniformInt(1, categories);
   layer.crowd = true;
   layer.painted = cv::Mat(size, CV_8UC1, cv::Scalar(0));
   const cv::Point2d centre(rng.uniform(0, size.width), rng.uniform(0, size.height));
@@ -506,7 +514,8 @@ std::string stampOptions(const ShapesOptions& o) {
   std::ostringstream s;
   s << "mrcnn-shapes " << kGeneratorVersion << "\ntrain_images " << o.train_images
     << "\nval_images " << o.val_images << "\nmin_side " << o.min_side << "\nmax_side " << o.max_side
-    << "\nmax_shapes " << o.max_shapes << "\nseed " << o.seed << "\n";
+    << "\nmax_shapes " << o.max_shapes << "\ncategories " << o.categories << "\nclutter "
+    << o.clutter << "\nmin_shape_size " << o.min_shape_size << "\nseed " << o.seed << "\n";
   return s.str();
 }
 
@@ -562,6 +571,13 @@ void validate(const ShapesOptions& o) {
          std::to_string(o.max_side));
   }
   if (o.max_shapes < 1 || o.max_shapes > 100) fail("max_shapes must be in 1..100");
+  if (o.categories < 1 || o.categories > static_cast<int>(kCategories.size()))
+    fail("categories must be in 1.." + std::to_string(kCategories.size()));
+  if (!(o.clutter >= 0 && o.clutter <= 10)) fail("clutter must be in 0..10");
+  if (o.min_shape_size < 4 || o.min_shape_size > o.min_side / 2) {
+    fail("min_shape_size must be in 4..min_side/2 (" + std::to_string(o.min_side / 2) + "), got " +
+         std::to_string(o.min_shape_size));
+  }
 }
 
 ShapesSplitSummary generateSplit(const ShapesOptions& options, std::string_view split, int count) {
@@ -584,7 +600,7 @@ ShapesSplitSummary generateSplit(const ShapesOptions& options, std::string_view 
   json.key("url").value("https://creativecommons.org/publicdomain/zero/1.0/");
   json.endObject().endArray();
   json.key("categories").beginArray();
-  for (size_t i = 0; i < kCategories.size(); ++i) {
+  for (size_t i = 0; i < static_cast<size_t>(options.categories); ++i) {
     json.beginObject().key("id").value(i + 1).key("name").value(kCategories[i]);
     json.key("supercategory").value("shape").endObject();
   }
@@ -656,21 +672,21 @@ ShapesScene renderShapesScene(const ShapesOptions& options, std::string_view spl
   const cv::Size size(rng.uniformInt(options.min_side, options.max_side),
                       rng.uniformInt(options.min_side, options.max_side));
   cv::Mat canvas(size, CV_32FC3);
-  paintBackground(canvas, rng);
+  paintBackground(canvas, rng, options.clutter);
 
   // Shapes in z-order, a crowd cluster sometimes among them.
   std::vector<Layer> layers;
   std::vector<Placed> placed;
   const int shapes = rng.uniformInt(1, std::max(1, options.max_shapes));
   for (int i = 0; i < shapes; ++i) {
-    layers.push_back(makeShape(rng, size, placed));
+    layers.push_back(makeShape(rng, size, options.categories, options.min_shape_size, placed));
     const cv::Rect box = maskBox(layers.back().painted);
     placed.push_back({cv::Point2d(box.x + box.width / 2.0, box.y + box.height / 2.0),
                       std::max(box.width, box.height) / 2.0});
   }
   if (rng.chance(kCrowdChance)) {
     const int at = rng.uniformInt(0, static_cast<int>(layers.size()));
-    layers.insert(layers.begin() + at, makeCrowd(rng, size));
+    layers.insert(layers.begin() + at, makeCrowd(rng, size, options.categories));
   }
 
   // Paint back to front; `owner` keeps which layer each pixel shows.

@@ -19,6 +19,11 @@ struct ShapesOptions {
   int min_side = 192, max_side = 320;  // each image gets its own random width and height in
                                        // [min_side, max_side]
   int max_shapes = 6;                  // 1..max_shapes shapes per image
+  double clutter = 1.0;                // background blobs, lines and arcs: 1 = the usual
+                                       // amount, 0 = none, 2 = twice as many
+  int categories = 6;                  // shape classes used: the first N of shapesCategories()
+  int min_shape_size = 12;             // smallest shape diameter in pixels (log-uniform up to
+                                       // half the shorter side)
   uint32_t seed = 2026;
 };
 
@@ -47,7 +52,7 @@ std::filesystem::path shapesAnnotationFile(
     const std::filesystem::path& root,
     std::string_view split);  // root/annotations/instances_<split>.json
 
-// The category names; category id = index + 1.
+// The category names, most distinct first; category id = index + 1.
 const std::array<std::string_view, 6>& shapesCategories();
 
 // One image as generateShapes renders it, before encoding: for tests and previews.

@@ -33,7 +33,8 @@ class Checker {
   void missing(const std::string& field, const std::string& message) {
     const size_t before = out_->size();
     report(Diagnostic::Kind::Semantic, field, message, -1);
-    for (size_t i = before; i < out_->size(); ++i) (*out_)[i].training_only = true;
+    for (size_t i = before; i < out_->size(); ++i)
+      (*out_)[i].training_only = true;
   }
   void warning(const std::string& field, const std::string& message) {
     report(Diagnostic::Kind::Warning, field, message, 0);
@@ -212,10 +213,11 @@ void checkModel(const MaskRCNNConfig& m, Checker& c, Resolved* r) {
   requireChoice(c, m, p, "arch");
   requireChoice(c, m, p, "anchor_style");
   if (!(m.frozen_bn_eps() >= 0)) c.error(p + "frozen_bn_eps", "must not be negative");
+  if (m.roi_canonical_scale() == 0) c.error(p + "roi_canonical_scale", "must be at least 1");
+  if (m.roi_canonical_level() > 16) c.error(p + "roi_canonical_level", "must be at most 16");
   if (m.mrcnn_resolution() % 2 != 0) {
-    c.error(p + "mrcnn_resolution",
-            "must be even: the mask head doubles its RoIAlign features (" +
-                std::to_string(m.mrcnn_resolution()) + " is odd)");
+    c.error(p + "mrcnn_resolution", "must be even: the mask head doubles its RoIAlign features (" +
+                                        std::to_string(m.mrcnn_resolution()) + " is odd)");
   }
   if (m.anchor_style() == "torchvision" && (m.min_level() != 2 || m.max_level() != 6)) {
     c.error(p + "anchor_style",
@@ -371,6 +373,19 @@ void checkData(const Experiment& s, Checker& c, Resolved* r) {
     if (sh.min_side() < 64) c.error(q + "min_side", "must be at least 64");
     if (sh.max_side() < sh.min_side()) c.error(q + "max_side", "is smaller than min_side");
     if (sh.max_shapes() == 0) c.error(q + "max_shapes", "must be at least 1");
+    if (!(sh.clutter() >= 0 && sh.clutter() <= 10)) c.error(q + "clutter", "must be in 0..10");
+    if (sh.categories() < 1 || sh.categories() > 6) {
+      c.error(q + "categories", "must be in 1..6");
+    } else if (d.num_classes() != sh.categories() + 1) {
+      c.warning(p + "num_classes", "the shapes dataset draws " + std::to_string(sh.categories()) +
+                                       " shape classes: num_classes " +
+                                       std::to_string(sh.categories() + 1) +
+                                       " fits it (background + classes)");
+    }
+    if (sh.min_shape_size() < 4 || sh.min_shape_size() > sh.min_side() / 2) {
+      c.error(q + "min_shape_size",
+              "must be in 4..min_side/2 (" + std::to_string(sh.min_side() / 2) + ")");
+    }
     if (train_dir || !d.training_file_pattern().empty()) {
       c.warning(q + "root", "shapes_dataset replaces the other training data given");
     }

@@ -31,7 +31,8 @@ std::optional<spec::LoadedSpec> loadSpecReporting(const TaskOptions& options, st
   spec::LoadedSpec loaded = spec::loadSpecFile(options.spec_path, options.overrides);
   // Training data and a step count are required to train (and validate), not to run a model.
   if (options.task != "train" && options.task != "validate") loaded.dropTrainingRequirements();
-  for (const auto& d : loaded.diagnostics) err << d.format() << '\n';
+  for (const auto& d : loaded.diagnostics)
+    err << d.format() << '\n';
   if (!loaded.ok()) {
     err << loaded.errors().size() << " error(s) in " << options.spec_path.string()
         << "; nothing was run\n";
@@ -59,6 +60,9 @@ std::optional<DataFiles> prepareData(const spec::LoadedSpec& loaded, std::ostrea
     shapes.min_side = static_cast<int>(sh.min_side());
     shapes.max_side = static_cast<int>(sh.max_side());
     shapes.max_shapes = static_cast<int>(sh.max_shapes());
+    shapes.categories = static_cast<int>(sh.categories());
+    shapes.clutter = sh.clutter();
+    shapes.min_shape_size = static_cast<int>(sh.min_shape_size());
     shapes.seed = sh.seed();
     const auto started = std::chrono::steady_clock::now();
     dataset::ShapesSummary summary;

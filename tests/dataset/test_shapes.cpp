@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
 #include <random>
 #include <set>
 #include <sstream>
@@ -439,6 +440,83 @@ class TestShapes : public QObject {
     QVERIFY(occluded >= instances / 10);
   }
 
+  // min_shape_size bounds every shape's size from below; clutter scales the background's
+  // blobs, lines and arcs (measured as edges away from the shapes); categories limits the
+  // classes drawn and listed; all are in the stamp.
+  void difficultyOptions() {
+    ShapesOptions big = smallOptions(dir_);
+    big.min_side = 160;
+    big.min_shape_size = 40;
+    int smallest = 1 << 30;
+    for (int i = 0; i < 20; ++i) {
+      for (const ShapesInstance& inst : renderShapesScene(big, "train", i).instances) {
+        if (inst.crowd) continue;
+        const cv::Rect box = cv::boundingRect(inst.painted);
+        smallest = std::min(smallest, std::max(box.width, box.height));
+      }
+    }
+    qInfo("min_shape_size 40: the smallest painted shape spans %d px", smallest);
+    QVERIFY(smallest >= 0.6 * 40);  // a triangle's span is ~0.87 of its circumscribed diameter
+
+    // Edge pixels outside every painted shape, over 20 images.
+    auto clutterEdges = [](const ShapesOptions& o) {
+      int64_t edges = 0;
+      for (int i = 0; i < 20; ++i) {
+        const ShapesScene scene = renderShapesScene(o, "train", i);
+        cv::Mat gray, smooth, edgeMap;
+        cv::cvtColor(scene.image, gray, cv::COLOR_BGR2GRAY);
+        cv::GaussianBlur(gray, smooth, cv::Size(5, 5), 1.5);
+        cv::Canny(smooth, edgeMap, 40, 80);
+        cv::Mat shapes(gray.size(), CV_8UC1, cv::Scalar(0));
+        for (const ShapesInstance& inst : scene.instances)
+          shapes |= inst.painted;
+        cv::dilate(shapes, shapes, cv::Mat(), cv::Point(-1, -1), 3);
+        edges += cv::countNonZero(edgeMap & (shapes == 0));
+      }
+      return edges;
+    };
+    ShapesOptions none = smallOptions(dir_), usual = none, twice = none;
+    none.clutter = 0;
+    twice.clutter = 2;
+    const int64_t e0 = clutterEdges(none), e1 = clutterEdges(usual), e2 = clutterEdges(twice);
+    qInfo("background edge pixels, clutter 0 / 1 / 2: %lld / %lld / %lld",
+          static_cast<long long>(e0), static_cast<long long>(e1), static_cast<long long>(e2));
+    QVERIFY(e0 * 4 < e1);
+    QVERIFY(e1 * 5 < e2 * 4);
+
+    QTemporaryDir d;
+    ShapesOptions o = smallOptions(d);
+    o.train_images = 2;
+    o.val_images = 1;
+    QVERIFY(generateShapes(o).generated);
+    QVERIFY(!generateShapes(o).generated);
+    o.clutter = 0.5;
+    QVERIFY(generateShapes(o).generated);
+    o.min_shape_size = 20;
+    QVERIFY(generateShapes(o).generated);
+    QVERIFY(!generateShapes(o).generated);
+    o.categories = 3;
+    o.train_images = 20;
+    QVERIFY(generateShapes(o).generated);
+    const std::string json = readAll(shapesAnnotationFile(o.root, "train"));
+    QVERIFY(json.find("\"triangle\"") != std::string::npos);
+    QVERIFY(json.find("\"star\"") == std::string::npos);
+    std::set<int> drawn;
+    for (int i = 0; i < o.train_images; ++i) {
+      for (const ShapesInstance& inst : renderShapesScene(o, "train", i).instances)
+        drawn.insert(inst.category_id);
+    }
+    QCOMPARE(drawn, (std::set<int>{1, 2, 3}));
+    o.categories = 7;
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, generateShapes(o));
+    o.categories = 6;
+    o.min_shape_size = 3;
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, generateShapes(o));
+    o.min_shape_size = 12;
+    o.clutter = -1;
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, generateShapes(o));
+  }
+
   // Parity with pycocotools: every annotation, and thousands of random polygons.
   void pycocotoolsAgrees() {
     const QString python = qEnvironmentVariable("MRCNN_PYTHON");
@@ -446,8 +524,8 @@ class TestShapes : public QObject {
       QSKIP("MRCNN_PYTHON is not set (run through ctest): no pycocotools to compare with");
     }
     // Set but missing means a broken environment, which must not pass as a skip.
-    QVERIFY2(QFileInfo::exists(python), qPrintable("MRCNN_PYTHON does not exist: " + python +
-                                                   " (run scripts/setup.sh)"));
+    QVERIFY2(QFileInfo::exists(python),
+             qPrintable("MRCNN_PYTHON does not exist: " + python + " (run scripts/setup.sh)"));
     const QString script = qEnvironmentVariable("MRCNN_SOURCE_DIR") +
                            "/tests/dataset/check_shapes_with_pycocotools.py";
     QVERIFY2(QFileInfo::exists(script), qPrintable(script));

@@ -9,6 +9,7 @@ class SpecTest : public QObject {
   void everyTaoFieldHasTaosNameNumberAndType();
   void everyTaoFieldParses();
   void sampleSpecsAreValid();
+  void shapesDatasetOptionsAreChecked();
   void errorClasses_data();
   void errorClasses();
   void allErrorsReportedAtOnce();

@@ -240,6 +240,39 @@ void SpecTest::sampleSpecsAreValid() {
   QCOMPARE(shapes.resolved.shapes_root, (sourceDir() / "datasets/shapes").lexically_normal());
 }
 
+void SpecTest::shapesDatasetOptionsAreChecked() {
+  const std::string text =
+      "total_steps: 10000\n"
+      "data_config {\n"
+      "  num_classes: 7\n"
+      "  shapes_dataset {\n"
+      "    min_side: 64\n"
+      "    categories: 4\n"
+      "    clutter: 0.5\n"
+      "    min_shape_size: 16\n"
+      "  }\n"
+      "}\n";
+  LoadedSpec loaded = load(text);
+  QVERIFY2(loaded.errors().empty(), qPrintable(dump(loaded)));
+  QVERIFY2(loaded.warnings().size() == 1, qPrintable(dump(loaded)));  // num_classes 5 fits
+  QCOMPARE(loaded.warnings()[0].field, std::string("data_config.num_classes"));
+  QCOMPARE(loaded.warnings()[0].line, 3);
+  QVERIFY(loaded.warnings()[0].message.find("num_classes 5") != std::string::npos);
+
+  loaded = load(text, {"data_config.num_classes=5"});
+  QVERIFY2(loaded.ok() && loaded.warnings().empty(), qPrintable(dump(loaded)));
+
+  loaded = load(text, {"data_config.shapes_dataset.categories=7",
+                       "data_config.shapes_dataset.clutter=-1",
+                       "data_config.shapes_dataset.min_shape_size=33"});
+  const QString all = dump(loaded);
+  QCOMPARE(loaded.errors().size(), std::size_t{3});
+  QVERIFY2(all.contains("data_config.shapes_dataset.categories: must be in 1..6"), qPrintable(all));
+  QVERIFY2(all.contains("data_config.shapes_dataset.clutter: must be in 0..10"), qPrintable(all));
+  QVERIFY2(all.contains("data_config.shapes_dataset.min_shape_size: must be in 4..min_side/2 (32)"),
+           qPrintable(all));
+}
+
 void SpecTest::errorClasses_data() {
   QTest::addColumn<QString>("text");
   QTest::addColumn<int>("line");
