@@ -45,9 +45,8 @@ model::MaskRCNNOptions modelOptionsFromSpec(const spec::Experiment& spec,
   h.box_roi_size = 7;
   h.mask_roi_size = m.mrcnn_resolution() / 2;  // the mask predictor doubles it
   h.representation_size = m.fast_rcnn_mlp_head_dim();
-  h.canonical_scale = m.roi_canonical_scale();
-  h.canonical_level = m.roi_canonical_level();
   h.with_masks = m.include_mask();
+  h.mask_head_layers = resolved.mask_head_layers;
   h.fg_iou_thresh = m.fg_thresh();
   h.bg_iou_thresh_hi = m.bg_thresh_hi();
   h.bg_iou_thresh_lo = m.bg_thresh_lo();

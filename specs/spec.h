@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -40,6 +41,7 @@ struct Resolved {
   std::vector<std::pair<double, double>> aspect_ratios;
   std::array<double, 4> bbox_reg_weights{};
   std::vector<int> freeze_blocks;
+  std::vector<int64_t> mask_head_layers;  // maskrcnn_config.mask_head_layers
 
   std::filesystem::path spec_dir;  // relative paths in the spec are taken from here
   std::filesystem::path output_dir;

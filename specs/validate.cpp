@@ -213,8 +213,6 @@ void checkModel(const MaskRCNNConfig& m, Checker& c, Resolved* r) {
   requireChoice(c, m, p, "arch");
   requireChoice(c, m, p, "anchor_style");
   if (!(m.frozen_bn_eps() >= 0)) c.error(p + "frozen_bn_eps", "must not be negative");
-  if (m.roi_canonical_scale() == 0) c.error(p + "roi_canonical_scale", "must be at least 1");
-  if (m.roi_canonical_level() > 16) c.error(p + "roi_canonical_level", "must be at most 16");
   if (m.mrcnn_resolution() % 2 != 0) {
     c.error(p + "mrcnn_resolution", "must be even: the mask head doubles its RoIAlign features (" +
                                         std::to_string(m.mrcnn_resolution()) + " is odd)");
@@ -242,6 +240,15 @@ void checkModel(const MaskRCNNConfig& m, Checker& c, Resolved* r) {
       }
       r->freeze_blocks.push_back(static_cast<int>(b));
     }
+  }
+  std::vector<long long> widths;
+  if (!decodeIntList(m.mask_head_layers(), &widths, &e)) {
+    c.literalError(p + "mask_head_layers", e, "list of widths");
+  } else if (widths.empty() || std::any_of(widths.begin(), widths.end(),
+                                           [](long long w) { return w < 1 || w > 4096; })) {
+    c.error(p + "mask_head_layers", "needs at least one width, each in 1..4096");
+  } else {
+    r->mask_head_layers.assign(widths.begin(), widths.end());
   }
   if (m.min_level() > m.max_level()) {
     c.error(p + "min_level", "min_level " + std::to_string(m.min_level()) +

@@ -12,11 +12,8 @@
 namespace mrcnn::model {
 namespace {
 
-// The mask head as maskrcnn_resnet50_fpn builds it: four 256-wide 3x3 convolutions, and a
-// predictor with a 256-channel transposed convolution.
-constexpr int64_t kMaskHeadWidth = 256;
-
 const RoIHeadsOptions& validated(const RoIHeadsOptions& o) {
+  TORCH_CHECK(!o.with_masks || !o.mask_head_layers.empty(), "RoIHeads: mask_head_layers is empty");
   TORCH_CHECK(o.num_classes >= 2, "RoIHeads: num_classes must be at least 2 (background and ",
               "one class), got ", o.num_classes);
   TORCH_CHECK(
@@ -111,13 +108,13 @@ RoIHeadsImpl::RoIHeadsImpl(RoIHeadsOptions options, std::optional<at::Generator>
   if (options_.with_masks) {
     MaskHeadOptions mask;
     mask.in_channels = options_.in_channels;
-    mask.layers = {kMaskHeadWidth, kMaskHeadWidth, kMaskHeadWidth, kMaskHeadWidth};
+    mask.layers = options_.mask_head_layers;
     mask.dilation = 1;
     mask.num_classes = options_.num_classes;
     mask_head_ = register_module("mask_head", MaskRCNNHeads(mask));
     mask_predictor_ = register_module(
         "mask_predictor",
-        MaskRCNNPredictor(mask.layers.back(), kMaskHeadWidth, options_.num_classes));
+        MaskRCNNPredictor(mask.layers.back(), mask.layers.back(), options_.num_classes));
   }
 }
 

@@ -51,6 +51,9 @@ struct RoIHeadsOptions {
   int64_t canonical_level = 4;
   int64_t representation_size = 1024;  // the spec's fast_rcnn_mlp_head_dim
   bool with_masks = true;
+  // The mask head's 3x3 convolutions, one width each (torchvision: four of 256); the
+  // predictor's transposed convolution keeps the last width.
+  std::vector<int64_t> mask_head_layers{256, 256, 256, 256};
   // Training: matching and sampling (the spec's fg_thresh, bg_thresh_hi, bg_thresh_lo,
   // batch_size_per_im, fg_fraction). A proposal with IoU >= fg is foreground; in
   // [bg_lo, bg_hi) background; otherwise ignored.

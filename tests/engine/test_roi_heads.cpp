@@ -491,6 +491,44 @@ class TestRoIHeads : public QObject {
     QCOMPARE(nothing.losses->mask.item<double>(), 0.0);
   }
 
+  // mask_head_layers sets the mask head's convolutions (count and widths); the predictor's
+  // transposed convolution keeps the last width; training and inference run on them.
+  void maskHeadLayersSetTheMaskBranch() {
+    torch::manual_seed(3);
+    model::RoIHeadsOptions o = smallOptions();
+    o.mask_head_layers = {16, 6};
+    model::RoIHeads heads(o, at::make_generator<at::CPUGeneratorImpl>(5));
+    std::map<std::string, std::vector<int64_t>> shapes;
+    for (const auto& item : heads->named_parameters())
+      shapes[item.key()] = item.value().sizes().vec();
+    QCOMPARE(shapes.at("mask_head.0.0.weight"), (std::vector<int64_t>{16, 8, 3, 3}));
+    QCOMPARE(shapes.at("mask_head.1.0.weight"), (std::vector<int64_t>{6, 16, 3, 3}));
+    QVERIFY(!shapes.count("mask_head.2.0.weight"));
+    QCOMPARE(shapes.at("mask_predictor.conv5_mask.weight"), (std::vector<int64_t>{6, 6, 2, 2}));
+    QCOMPARE(shapes.at("mask_predictor.mask_fcn_logits.weight"), (std::vector<int64_t>{4, 6, 1, 1}));
+
+    const std::vector<at::Tensor> features = smallFeatures(1, 8);
+    const model::ImageSizes sizes{{64, 96}, {{60, 90}}};
+    const at::Tensor gt = torch::tensor({{10.f, 5.f, 50.f, 35.f}});
+    model::RoIHeadsTargets targets;
+    targets.boxes = {gt};
+    targets.labels = {torch::tensor({2}, at::kLong)};
+    targets.masks = {masksFor(gt, 60, 90)};
+    heads->train();
+    const model::RoIHeadsOutput out =
+        heads->forward(features, {torch::zeros({0, 4})}, sizes, &targets);
+    out.losses->mask.backward();
+    QVERIFY(out.losses->mask.item<double>() > 0.0);
+    QVERIFY(heads->named_parameters()["mask_head.1.0.weight"].grad().abs().sum().item<double>() > 0);
+    heads->eval();
+    torch::NoGradGuard no_grad;
+    const model::RoIHeadsOutput inferred = heads->forward(features, {gt}, sizes);
+    QCOMPARE(inferred.detections[0].masks.size(2), int64_t{28});
+
+    o.mask_head_layers.clear();
+    QVERIFY_THROWS_EXCEPTION(c10::Error, model::RoIHeads{o});
+  }
+
   // IoU >= fg: the class; [bg_lo, bg_hi): background; otherwise ignored (-1), so that
   // bg_thresh_lo > 0 keeps proposals that overlap nothing out of the sample.
   void backgroundBandIgnoresLowOverlaps() {

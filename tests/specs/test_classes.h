@@ -10,6 +10,7 @@ class SpecTest : public QObject {
   void everyTaoFieldParses();
   void sampleSpecsAreValid();
   void shapesDatasetOptionsAreChecked();
+  void maskHeadLayersResolve();
   void errorClasses_data();
   void errorClasses();
   void allErrorsReportedAtOnce();

@@ -273,6 +273,19 @@ void SpecTest::shapesDatasetOptionsAreChecked() {
            qPrintable(all));
 }
 
+void SpecTest::maskHeadLayersResolve() {
+  LoadedSpec loaded = load(kValidBase);
+  QCOMPARE(loaded.resolved.mask_head_layers, (std::vector<int64_t>{256, 256, 256, 256}));
+  loaded = load(kValidBase, {"maskrcnn_config.mask_head_layers=[128, 64]"});
+  QVERIFY2(loaded.ok(), qPrintable(dump(loaded)));
+  QCOMPARE(loaded.resolved.mask_head_layers, (std::vector<int64_t>{128, 64}));
+  for (const char* bad : {"[]", "[128, 0]", "[128, x]"}) {
+    loaded = load(kValidBase, {std::string("maskrcnn_config.mask_head_layers=") + bad});
+    QVERIFY2(loaded.errors().size() == 1, bad);
+    QCOMPARE(loaded.errors()[0].field, std::string("maskrcnn_config.mask_head_layers"));
+  }
+}
+
 void SpecTest::errorClasses_data() {
   QTest::addColumn<QString>("text");
   QTest::addColumn<int>("line");
