@@ -97,7 +97,7 @@ from torchvision.models.detection import MaskRCNN
 from torchvision.models.detection.anchor_utils import AnchorGenerator
 from torchvision.models.detection.backbone_utils import BackboneWithFPN
 from torchvision.models.detection.faster_rcnn import FastRCNNPredictor, TwoMLPHead
-from torchvision.models.detection.mask_rcnn import MaskRCNNPredictor
+from torchvision.models.detection.mask_rcnn import MaskRCNNHeads, MaskRCNNPredictor
 from torchvision.models.detection.rpn import RPNHead
 from torchvision.models.detection.transform import GeneralizedRCNNTransform
 from torchvision.models.resnet import BasicBlock, Bottleneck, ResNet
@@ -216,6 +216,9 @@ def resolve_spec(engine, spec_path, sets):
         "mlp_dim": int(m["fast_rcnn_mlp_head_dim"]),
         "bbox_reg_weights": literal_numbers(m["bbox_reg_weights"], "bbox_reg_weights"),
         "include_mask": bool(m["include_mask"]), "mrcnn_resolution": int(m["mrcnn_resolution"]),
+        "mask_layers": [int(x) for x in literal_numbers(m.get("mask_head_layers",
+                                                              "[256, 256, 256, 256]"),
+                                                        "mask_head_layers")],
         "num_classes": int(d["num_classes"]),
         "augment": bool(d["augment_input_data"]),
         "skip_crowd": bool(d["skip_crowd_during_training"]),
@@ -427,7 +430,9 @@ def build_torchvision(s):
         box_batch_size_per_image=s["box_batch"], box_positive_fraction=s["box_fg"],
         bbox_reg_weights=tuple(s["bbox_reg_weights"]),
         mask_roi_pool=MultiScaleRoIAlign(pooled, mask_size, 2),
-        mask_predictor=MaskRCNNPredictor(256, 256, s["num_classes"]))
+        mask_head=MaskRCNNHeads(256, s["mask_layers"], 1),
+        mask_predictor=MaskRCNNPredictor(s["mask_layers"][-1], s["mask_layers"][-1],
+                                         s["num_classes"]))
     if not s["include_mask"]:
         model.roi_heads.mask_roi_pool = None
         model.roi_heads.mask_head = None
