@@ -172,7 +172,7 @@ class SpecEditorTest : public QObject {
     QVERIFY(editor.openFile(sourcePath(u"specs/shapes_resnet18.txt"_qs)));
     QVERIFY2(!editor.hasErrors(), qPrintable(editor.problems().value(0).text));
     SpecForm* form = editor.form();
-    QCOMPARE(form->editor(u"total_steps"_qs)->literal(), u"2500"_qs);
+    QCOMPARE(form->editor(u"total_steps"_qs)->literal(), u"2650"_qs);
     QCOMPARE(form->editor(u"maskrcnn_config.nlayers"_qs)->literal(), u"18"_qs);
     QCOMPARE(form->editor(u"init_learning_rate"_qs)->literal(), u"0.02"_qs);
     QCOMPARE(form->editor(u"l2_weight_decay"_qs)->literal(), u"0.0001"_qs);
