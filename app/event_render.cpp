@@ -58,7 +58,7 @@ std::string loss(double v) {
 }  // namespace
 
 EventRenderer::EventRenderer(RenderOptions options) : options_(options) {
-  if (options_.loss_every < 1) options_.loss_every = 1;
+  if (options_.loss_every_steps < 1) options_.loss_every_steps = 1;
   if (options_.width < 40) options_.width = 40;
 }
 
@@ -89,7 +89,9 @@ std::string EventRenderer::render(const events::Event& e) {
     last_progress_ = e;
     if (!options_.tty) return progressLine(e) + "\n";
     std::string out;
-    if (e.has_losses() && (progress_count_ - 1) % options_.loss_every == 0) {
+    const uint64_t every = static_cast<uint64_t>(options_.loss_every_steps);
+    if (e.has_losses() && (!loss_line_step_ || e.step() / every > *loss_line_step_ / every)) {
+      loss_line_step_ = e.step();
       out += kClearLine + lossLine(e) + "\n";
     } else {
       out += kClearLine;

@@ -3,8 +3,9 @@
 // through unchanged.
 //
 // On a terminal (tty): a progress bar on the last line, redrawn in place (step/total,
-// images/s, ETA, loss; images done/total for inference, whose progress has no losses); every
-// `loss_every` training progress events a line of the loss components;
+// images/s, ETA, loss; images done/total for inference, whose progress has no losses); a line
+// of the loss components at the first training progress event and then each time the step
+// passes a multiple of `loss_every_steps` (the spec's report_frequency);
 // evaluation tables (the 12 COCO stats by name, bbox beside segm, then AP per category);
 // checkpoints, warnings, errors; a final summary. Other text is printed above the bar.
 // Not on a terminal: the same as plain lines, one per progress event, no control codes.
@@ -24,8 +25,8 @@ namespace mrcnn::app {
 
 struct RenderOptions {
   bool tty = false;
-  int width = 100;      // terminal columns, for the bar
-  int loss_every = 10;  // tty: a loss line every N progress events (the first one included)
+  int width = 100;            // terminal columns, for the bar
+  int loss_every_steps = 50;  // tty: a loss line every N steps (the spec's report_frequency)
 };
 
 class EventRenderer {
@@ -68,6 +69,7 @@ class EventRenderer {
   std::optional<events::Event> last_progress_;
   std::string bar_;  // the bar currently shown (tty), empty when none
   int progress_count_ = 0;
+  std::optional<uint64_t> loss_line_step_;  // the step of the last loss line
   int evaluations_ = 0;
   int warnings_ = 0;
   int errors_ = 0;

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "app/event_render.h"
+#include "specs/spec.h"
 
 namespace mrcnn::app {
 namespace {
@@ -38,8 +39,19 @@ void put(std::string_view text) {
   }
 }
 
-RenderOptions renderOptions() {
+// The spec's report_frequency (with the --set overrides) sets how often the terminal gets a
+// line of the loss components; a spec that does not load keeps the default (the engine
+// reports what is wrong with it).
+RenderOptions renderOptions(const std::string& spec, const std::vector<std::string>& overrides) {
   RenderOptions o;
+  if (!spec.empty()) {
+    try {
+      const spec::LoadedSpec loaded = spec::loadSpecFile(spec, overrides);
+      if (loaded.spec.report_frequency() > 0)
+        o.loss_every_steps = static_cast<int>(loaded.spec.report_frequency());
+    } catch (const std::exception&) {
+    }
+  }
   o.tty = ::isatty(STDOUT_FILENO) == 1;
   winsize ws{};
   if (o.tty && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) o.width = ws.ws_col;
@@ -71,6 +83,8 @@ constexpr const char* kUsage =
 int runHeadless(const std::vector<std::string>& args, const std::string& self) {
   std::vector<std::string> engine_args;
   bool have_spec = false;
+  std::string spec_path;
+  std::vector<std::string> overrides;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") {
@@ -84,11 +98,21 @@ int runHeadless(const std::vector<std::string>& args, const std::string& self) {
       const bool flag = a == "--version" || a.find('=') != std::string::npos;
       if (!flag && i + 1 < args.size()) {
         engine_args.push_back(args[++i]);
-        if (a == "--spec") have_spec = true;
+        if (a == "--spec") {
+          have_spec = true;
+          spec_path = args[i];
+        }
+        if (a == "--set") overrides.push_back(args[i]);
+      } else if (a.starts_with("--set=")) {
+        overrides.push_back(a.substr(6));
+      } else if (a.starts_with("--spec=")) {
+        have_spec = true;
+        spec_path = a.substr(7);
       }
     } else if (!have_spec) {
       engine_args.insert(engine_args.begin(), {"--spec", a});
       have_spec = true;
+      spec_path = a;
     } else {
       std::cerr << "mrcnn-workbench: unexpected argument \"" << a << "\"\n" << kUsage;
       return 2;
@@ -143,7 +167,7 @@ int runHeadless(const std::vector<std::string>& args, const std::string& self) {
   // SIGPIPE through us.
   ::signal(SIGPIPE, SIG_IGN);
 
-  EventRenderer renderer(renderOptions());
+  EventRenderer renderer(renderOptions(spec_path, overrides));
   std::string pending;
   char buf[65536];
   for (;;) {

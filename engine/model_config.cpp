@@ -37,27 +37,27 @@ model::MaskRCNNOptions modelOptionsFromSpec(const spec::Experiment& spec,
   rpn.rpn_box_loss_weight = m.rpn_box_loss_weight();
   o.rpn = model::toRPNOptions(rpn);
 
-  auto& h = o.roi_heads;
-  h.num_classes = spec.data_config().num_classes();
-  h.in_channels = o.backbone.out_channels;
-  h.min_level = o.backbone.min_level;
-  h.max_level = o.backbone.max_level;
-  h.box_roi_size = 7;
-  h.mask_roi_size = m.mrcnn_resolution() / 2;  // the mask predictor doubles it
-  h.representation_size = m.fast_rcnn_mlp_head_dim();
-  h.with_masks = m.include_mask();
-  h.mask_head_layers = resolved.mask_head_layers;
-  h.fg_iou_thresh = m.fg_thresh();
-  h.bg_iou_thresh_hi = m.bg_thresh_hi();
-  h.bg_iou_thresh_lo = m.bg_thresh_lo();
-  h.batch_size_per_image = m.batch_size_per_im();
-  h.positive_fraction = m.fg_fraction();
-  h.bbox_reg_weights = resolved.bbox_reg_weights;
-  h.box_loss_weight = m.fast_rcnn_box_loss_weight();
-  h.mask_loss_weight = m.mrcnn_weight_loss_mask();
-  h.score_thresh = m.test_score_thresh();
-  h.nms_thresh = m.test_nms();
-  h.detections_per_image = m.test_detections_per_image();
+  model::RoIHeadsSpecFields heads;
+  heads.num_classes = spec.data_config().num_classes();
+  heads.fg_thresh = m.fg_thresh();
+  heads.bg_thresh_hi = m.bg_thresh_hi();
+  heads.bg_thresh_lo = m.bg_thresh_lo();
+  heads.batch_size_per_im = m.batch_size_per_im();
+  heads.fg_fraction = m.fg_fraction();
+  heads.fast_rcnn_mlp_head_dim = m.fast_rcnn_mlp_head_dim();
+  heads.bbox_reg_weights = resolved.bbox_reg_weights;
+  heads.fast_rcnn_box_loss_weight = m.fast_rcnn_box_loss_weight();
+  heads.mrcnn_weight_loss_mask = m.mrcnn_weight_loss_mask();
+  heads.include_mask = m.include_mask();
+  heads.mrcnn_resolution = m.mrcnn_resolution();
+  heads.mask_head_layers = resolved.mask_head_layers;
+  heads.min_level = m.min_level();
+  heads.max_level = m.max_level();
+  heads.test_detections_per_image = m.test_detections_per_image();
+  heads.test_nms = m.test_nms();
+  heads.test_score_thresh = m.test_score_thresh();
+  o.roi_heads = model::toRoIHeadsOptions(heads);
+  o.roi_heads.in_channels = o.backbone.out_channels;
   return o;
 }
 

@@ -68,11 +68,11 @@ RoIHeadsOptions toRoIHeadsOptions(const RoIHeadsSpecFields& s) {
   o.batch_size_per_image = s.batch_size_per_im;
   o.positive_fraction = s.fg_fraction;
   o.representation_size = s.fast_rcnn_mlp_head_dim;
-  for (size_t i = 0; i < 4; ++i)
-    o.bbox_reg_weights[i] = s.bbox_reg_weights[i];
+  o.bbox_reg_weights = s.bbox_reg_weights;
   o.box_loss_weight = s.fast_rcnn_box_loss_weight;
   o.mask_loss_weight = s.mrcnn_weight_loss_mask;
   o.with_masks = s.include_mask;
+  o.mask_head_layers = s.mask_head_layers;
   TORCH_CHECK(s.mrcnn_resolution >= 2 && s.mrcnn_resolution % 2 == 0,
               "maskrcnn_config.mrcnn_resolution: must be even (the mask head doubles its ",
               "RoIAlign size), got ", s.mrcnn_resolution);

@@ -73,7 +73,8 @@ struct RoIHeadsOptions {
 
 // The spec's RoI head fields (data_config.num_classes, maskrcnn_config), as plain values:
 // engine/model does not depend on the spec library; the engine fills this from the spec
-// (bbox_reg_weights already parsed) and calls toRoIHeadsOptions.
+// (bbox_reg_weights and mask_head_layers already parsed, engine/model_config.cpp) and calls
+// toRoIHeadsOptions.
 struct RoIHeadsSpecFields {
   uint32_t num_classes = 91;
   float fg_thresh = 0.5f;
@@ -82,11 +83,12 @@ struct RoIHeadsSpecFields {
   uint32_t batch_size_per_im = 512;
   float fg_fraction = 0.25f;
   uint32_t fast_rcnn_mlp_head_dim = 1024;
-  std::array<float, 4> bbox_reg_weights{10.f, 10.f, 5.f, 5.f};
+  std::array<double, 4> bbox_reg_weights{10.0, 10.0, 5.0, 5.0};
   float fast_rcnn_box_loss_weight = 1.0f;
   float mrcnn_weight_loss_mask = 1.0f;
   bool include_mask = true;
   uint32_t mrcnn_resolution = 28;  // the predicted mask's side: twice the mask RoIAlign's
+  std::vector<int64_t> mask_head_layers{256, 256, 256, 256};  // parsed maskrcnn_config extension
   uint32_t min_level = 2;
   uint32_t max_level = 6;
   uint32_t test_detections_per_image = 100;

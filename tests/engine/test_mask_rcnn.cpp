@@ -4,7 +4,8 @@
 // same proposals, the same detections (boxes, labels, scores) and masks pasted at the
 // original size; in train mode, with the samples torchvision drew, the same five losses and
 // gradients; our transform of the photos equal to torchvision's; our weights written back and
-// loaded by torchvision with strict=True; clear errors for a state_dict that does not fit.
+// loaded by torchvision with strict=True; clear errors for a state_dict that does not fit;
+// the shipped specs mapped onto the model's options.
 #include <torch/torch.h>
 
 #include <QFile>
@@ -19,6 +20,7 @@
 #include "engine/model/mask_rcnn.h"
 #include "engine/model/postprocess.h"
 #include "engine/model/state_dict.h"
+#include "engine/model_config.h"
 #include "engine/weights.h"
 #include "tests/common/reference_script.h"
 #include "tests/engine/tensor_compare.h"
@@ -306,6 +308,76 @@ class TestMaskRCNN : public QObject {
     } catch (const model::StateDictError& e) {
       QVERIFY2(QString(e.what()).contains("text.pt"), e.what());
     }
+  }
+
+  // The engine builds its model from a spec through modelOptionsFromSpec: the shipped
+  // torchvision spec gives torchvision's heads and RPN, the shapes spec its own settings.
+  void specsMapOntoTheModel() {
+    const QString specs = qEnvironmentVariable("MRCNN_SOURCE_DIR") + "/specs/";
+    const auto load = [&](const char* name) {
+      mrcnn::spec::LoadedSpec loaded = mrcnn::spec::loadSpecFile((specs + name).toStdString());
+      loaded.dropTrainingRequirements();
+      return loaded;
+    };
+    const auto near = [](double a, double b) { return std::abs(a - b) <= 1e-6 * std::max(1.0, b); };
+
+    const mrcnn::spec::LoadedSpec tv_spec = load("coco_torchvision_r50.txt");
+    const model::MaskRCNNOptions o =
+        mrcnn::engine::modelOptionsFromSpec(tv_spec.spec, tv_spec.resolved);
+    const model::MaskRCNNOptions tv = model::MaskRCNNOptions::torchvisionResNet50FPN(91);
+    QCOMPARE(o.backbone.resnet.depth, tv.backbone.resnet.depth);
+    QCOMPARE(o.backbone.resnet.frozen_bn, tv.backbone.resnet.frozen_bn);
+    QCOMPARE(o.backbone.resnet.freeze_blocks, tv.backbone.resnet.freeze_blocks);
+    QVERIFY(o.anchors.mode == model::AnchorOptions::Mode::Torchvision);
+    QCOMPARE(o.anchors.sizes, tv.anchors.sizes);
+    const model::RoIHeadsOptions& h = o.roi_heads;
+    const model::RoIHeadsOptions& th = tv.roi_heads;
+    QCOMPARE(h.num_classes, th.num_classes);
+    QCOMPARE(h.in_channels, th.in_channels);
+    QCOMPARE(h.min_level, th.min_level);
+    QCOMPARE(h.max_level, th.max_level);
+    QCOMPARE(h.box_roi_size, th.box_roi_size);
+    QCOMPARE(h.mask_roi_size, th.mask_roi_size);
+    QCOMPARE(h.representation_size, th.representation_size);
+    QCOMPARE(h.with_masks, th.with_masks);
+    QCOMPARE(h.mask_head_layers, th.mask_head_layers);
+    QVERIFY(near(h.fg_iou_thresh, th.fg_iou_thresh));
+    QVERIFY(near(h.bg_iou_thresh_hi, th.bg_iou_thresh_hi));
+    QVERIFY(near(h.bg_iou_thresh_lo, th.bg_iou_thresh_lo));
+    QCOMPARE(h.batch_size_per_image, th.batch_size_per_image);
+    QVERIFY(near(h.positive_fraction, th.positive_fraction));
+    QCOMPARE(h.bbox_reg_weights, th.bbox_reg_weights);
+    QVERIFY(near(h.score_thresh, th.score_thresh));
+    QVERIFY(near(h.nms_thresh, th.nms_thresh));
+    QCOMPARE(h.detections_per_image, th.detections_per_image);
+    QCOMPARE(o.rpn.pre_nms_top_n_train, tv.rpn.pre_nms_top_n_train);
+    QCOMPARE(o.rpn.post_nms_top_n_train, tv.rpn.post_nms_top_n_train);
+    QCOMPARE(o.rpn.pre_nms_top_n_test, tv.rpn.pre_nms_top_n_test);
+    QCOMPARE(o.rpn.post_nms_top_n_test, tv.rpn.post_nms_top_n_test);
+    QVERIFY(near(o.rpn.nms_thresh_test, tv.rpn.nms_thresh_test));
+    QVERIFY(near(o.rpn.fg_iou_thresh, tv.rpn.fg_iou_thresh));
+    QVERIFY(near(o.rpn.bg_iou_thresh, tv.rpn.bg_iou_thresh));
+    QCOMPARE(o.rpn.batch_size_per_image, tv.rpn.batch_size_per_image);
+
+    const mrcnn::spec::LoadedSpec shapes = load("shapes_resnet18.txt");
+    QVERIFY2(shapes.ok(), "specs/shapes_resnet18.txt does not validate");
+    const model::MaskRCNNOptions s =
+        mrcnn::engine::modelOptionsFromSpec(shapes.spec, shapes.resolved);
+    QCOMPARE(s.backbone.resnet.depth, 18);
+    QCOMPARE(s.backbone.resnet.frozen_bn, false);
+    QVERIFY(s.anchors.mode == model::AnchorOptions::Mode::Tao);
+    QCOMPARE(s.anchors.anchor_scale, 4.0);
+    QCOMPARE(s.roi_heads.num_classes, int64_t{5});
+    QCOMPARE(s.roi_heads.mask_head_layers, (std::vector<int64_t>{128, 128, 128, 128}));
+    QCOMPARE(s.roi_heads.batch_size_per_image,
+             static_cast<int64_t>(shapes.spec.maskrcnn_config().batch_size_per_im()));
+    QCOMPARE(s.rpn.pre_nms_top_n_train, int64_t{500});
+    QCOMPARE(s.rpn.post_nms_top_n_train, int64_t{200});
+    // The model the engine would train is built from them.
+    model::MaskRCNN built(s);
+    const auto params = built->named_parameters();
+    QCOMPARE(shapeOf(params["roi_heads.mask_head.3.0.weight"]), QString("[128, 128, 3, 3]"));
+    QCOMPARE(shapeOf(params["roi_heads.box_predictor.cls_score.weight"]), QString("[5, 512]"));
   }
 };
 

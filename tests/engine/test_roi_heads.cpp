@@ -505,7 +505,8 @@ class TestRoIHeads : public QObject {
     QCOMPARE(shapes.at("mask_head.1.0.weight"), (std::vector<int64_t>{6, 16, 3, 3}));
     QVERIFY(!shapes.count("mask_head.2.0.weight"));
     QCOMPARE(shapes.at("mask_predictor.conv5_mask.weight"), (std::vector<int64_t>{6, 6, 2, 2}));
-    QCOMPARE(shapes.at("mask_predictor.mask_fcn_logits.weight"), (std::vector<int64_t>{4, 6, 1, 1}));
+    QCOMPARE(shapes.at("mask_predictor.mask_fcn_logits.weight"),
+             (std::vector<int64_t>{4, 6, 1, 1}));
 
     const std::vector<at::Tensor> features = smallFeatures(1, 8);
     const model::ImageSizes sizes{{64, 96}, {{60, 90}}};
@@ -519,7 +520,8 @@ class TestRoIHeads : public QObject {
         heads->forward(features, {torch::zeros({0, 4})}, sizes, &targets);
     out.losses->mask.backward();
     QVERIFY(out.losses->mask.item<double>() > 0.0);
-    QVERIFY(heads->named_parameters()["mask_head.1.0.weight"].grad().abs().sum().item<double>() > 0);
+    QVERIFY(heads->named_parameters()["mask_head.1.0.weight"].grad().abs().sum().item<double>() >
+            0);
     heads->eval();
     torch::NoGradGuard no_grad;
     const model::RoIHeadsOutput inferred = heads->forward(features, {gt}, sizes);
@@ -604,6 +606,7 @@ class TestRoIHeads : public QObject {
     spec.test_detections_per_image = 50;
     spec.test_nms = 0.6f;
     spec.test_score_thresh = 0.3f;
+    spec.mask_head_layers = {64, 32};
     const model::RoIHeadsOptions o = model::toRoIHeadsOptions(spec);
     QCOMPARE(o.num_classes, int64_t{5});
     QCOMPARE(o.fg_iou_thresh, static_cast<double>(0.6f));
@@ -619,6 +622,7 @@ class TestRoIHeads : public QObject {
     QCOMPARE(o.detections_per_image, int64_t{50});
     QCOMPARE(o.nms_thresh, static_cast<double>(0.6f));
     QCOMPARE(o.score_thresh, static_cast<double>(0.3f));
+    QCOMPARE(o.mask_head_layers, (std::vector<int64_t>{64, 32}));
     // The defaults are torchvision's maskrcnn_resnet50_fpn.
     const model::RoIHeadsOptions d = model::toRoIHeadsOptions({});
     const model::RoIHeadsOptions tv;
@@ -629,6 +633,7 @@ class TestRoIHeads : public QObject {
     QCOMPARE(d.batch_size_per_image, tv.batch_size_per_image);
     QCOMPARE(d.positive_fraction, tv.positive_fraction);
     QCOMPARE(d.bbox_reg_weights, tv.bbox_reg_weights);
+    QCOMPARE(d.mask_head_layers, tv.mask_head_layers);
     QCOMPARE(d.score_thresh, static_cast<double>(0.05f));
 
     // Out of order thresholds and an odd resolution are refused, naming the field.

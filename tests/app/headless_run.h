@@ -1,0 +1,55 @@
+// The headless launcher run as a process, for the tests of tests/app: its output and exit
+// code, the build's folders, files written for a test.
+#pragma once
+
+#include <QFile>
+#include <QProcess>
+#include <QStringList>
+#include <QTemporaryDir>
+#include <QtGlobal>
+
+namespace mrcnn::testing {
+
+struct Run {
+  int code = -1;
+  QString out, err;
+};
+
+inline QString binDir() {
+  return qEnvironmentVariable("MRCNN_BIN_DIR");
+}
+inline QString sourceDir() {
+  return qEnvironmentVariable("MRCNN_SOURCE_DIR");
+}
+
+inline Run headless(const QStringList& args,
+                    const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment(),
+                    int timeout_ms = 300000) {
+  QProcess p;
+  p.setProcessEnvironment(env);
+  p.start(binDir() + "/mrcnn-workbench", QStringList{"--headless"} + args);
+  Run r;
+  if (!p.waitForFinished(timeout_ms)) {
+    p.kill();
+    p.waitForFinished();
+    r.err = "timed out";
+    return r;
+  }
+  r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+  r.out = QString::fromUtf8(p.readAllStandardOutput());
+  r.err = QString::fromUtf8(p.readAllStandardError());
+  return r;
+}
+
+inline QString writeFile(const QTemporaryDir& dir, const QString& name, const QByteArray& text,
+                         bool executable = false) {
+  const QString path = dir.filePath(name);
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly)) qFatal("cannot write %s", qPrintable(path));
+  f.write(text);
+  f.close();
+  if (executable) f.setPermissions(f.permissions() | QFileDevice::ExeOwner);
+  return path;
+}
+
+}  // namespace mrcnn::testing
