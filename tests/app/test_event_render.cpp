@@ -15,7 +15,7 @@
 
 #include "app/event_render.h"
 #include "specs/events.h"
-#include "tests/app/headless_run.h"
+#include "tests/common/process_run.h"
 
 namespace {
 

@@ -19,7 +19,7 @@
 
 #include "specs/events.h"
 #include "specs/spec.h"
-#include "tests/app/headless_run.h"
+#include "tests/common/process_run.h"
 
 namespace {
 
@@ -30,19 +30,8 @@ using mrcnn::testing::sourceDir;
 using mrcnn::testing::writeFile;
 
 Run engine(const QStringList& args, int timeout_ms = 300000) {
-  QProcess p;
-  p.start(binDir() + "/mrcnn-engine", args);
-  Run r;
-  if (!p.waitForFinished(timeout_ms)) {
-    p.kill();
-    p.waitForFinished();
-    r.err = "timed out";
-    return r;
-  }
-  r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-  r.out = QString::fromUtf8(p.readAllStandardOutput());
-  r.err = QString::fromUtf8(p.readAllStandardError());
-  return r;
+  return mrcnn::testing::runProcess(binDir() + "/mrcnn-engine", args,
+                                    QProcessEnvironment::systemEnvironment(), timeout_ms);
 }
 
 // The events of a stream of lines (an engine's stdout, events.jsonl). Every line must be an

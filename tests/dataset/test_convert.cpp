@@ -27,6 +27,7 @@
 #include "dataset/convert/mask_extent.h"
 #include "dataset/convert/shard.h"
 #include "dataset/rle.h"
+#include "tests/common/process_run.h"
 
 namespace fs = std::filesystem;
 using namespace mrcnn::dataset;
@@ -115,26 +116,10 @@ std::optional<ContourExtent> slowExtent(const cv::Mat& m) {
   return e;
 }
 
-struct Run {
-  int code = -1;
-  QString out, err;
-};
+using mrcnn::testing::Run;
 
 Run engine(const QStringList& args) {
-  QProcess p;
-  p.start(qEnvironmentVariable("MRCNN_BIN_DIR") + "/mrcnn-workbench",
-          QStringList{"--headless"} + args);
-  Run r;
-  if (!p.waitForFinished(120000)) {
-    p.kill();
-    p.waitForFinished();
-    r.err = "timed out";
-    return r;
-  }
-  r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-  r.out = QString::fromUtf8(p.readAllStandardOutput());
-  r.err = QString::fromUtf8(p.readAllStandardError());
-  return r;
+  return mrcnn::testing::headless(args, QProcessEnvironment::systemEnvironment(), 120000);
 }
 
 QString q(const fs::path& p) {

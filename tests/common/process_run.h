@@ -1,5 +1,5 @@
-// The headless launcher run as a process, for the tests of tests/app: its output and exit
-// code, the build's folders, files written for a test.
+// The project's programs run as processes by the tests: their output and exit code (the
+// launcher, the engine), the build's folders, files written for a test.
 #pragma once
 
 #include <QFile>
@@ -22,12 +22,13 @@ inline QString sourceDir() {
   return qEnvironmentVariable("MRCNN_SOURCE_DIR");
 }
 
-inline Run headless(const QStringList& args,
-                    const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment(),
-                    int timeout_ms = 300000) {
+// Runs `program` with `args` to its end, killed after `timeout_ms` ("timed out" in err).
+inline Run runProcess(const QString& program, const QStringList& args,
+                      const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment(),
+                      int timeout_ms = 300000) {
   QProcess p;
   p.setProcessEnvironment(env);
-  p.start(binDir() + "/mrcnn-workbench", QStringList{"--headless"} + args);
+  p.start(program, args);
   Run r;
   if (!p.waitForFinished(timeout_ms)) {
     p.kill();
@@ -39,6 +40,14 @@ inline Run headless(const QStringList& args,
   r.out = QString::fromUtf8(p.readAllStandardOutput());
   r.err = QString::fromUtf8(p.readAllStandardError());
   return r;
+}
+
+// `mrcnn-workbench --headless args...` from the build's bin folder.
+inline Run headless(const QStringList& args,
+                    const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment(),
+                    int timeout_ms = 300000) {
+  return runProcess(binDir() + "/mrcnn-workbench", QStringList{"--headless"} + args, env,
+                    timeout_ms);
 }
 
 inline QString writeFile(const QTemporaryDir& dir, const QString& name, const QByteArray& text,
