@@ -171,8 +171,6 @@ void checkSchedule(const Experiment& s, Checker& c, Resolved* r) {
   if (s.eval_batch_size() == 0) c.error("eval_batch_size", "must be at least 1");
   if (s.gradient_accumulation_steps() == 0)
     c.error("gradient_accumulation_steps", "must be at least 1");
-  if (s.save_checkpoints_steps() == 0) c.error("save_checkpoints_steps", "must be at least 1");
-  if (s.num_steps_per_eval() == 0) c.error("num_steps_per_eval", "must be at least 1");
   if (s.keep_checkpoint_max() == 0) c.error("keep_checkpoint_max", "must be at least 1");
   if (!(s.momentum() >= 0 && s.momentum() < 1)) {
     c.error("momentum", "must be in [0, 1), got " + number(s.momentum()));

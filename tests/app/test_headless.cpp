@@ -270,6 +270,28 @@ class HeadlessTest : public QObject {
              qPrintable(log));
   }
 
+  // num_steps_per_eval and save_checkpoints_steps 0: no evaluation or checkpoint on the way,
+  // one of each at the end.
+  void zeroEvaluatesAndSavesOnlyAtTheEnd() {
+    QTemporaryDir dir;
+    const Run r = engine(engineArgs({"--set", "total_steps=3", "--set", "num_steps_per_eval=0",
+                                     "--set", "save_checkpoints_steps=0", "--run-dir",
+                                     dir.filePath("run")}));
+    QVERIFY2(r.code == 0, qPrintable(r.out + r.err));
+    QString bad;
+    const auto events = eventsOf(r.out.toUtf8(), &bad);
+    QVERIFY2(bad.isEmpty(), qPrintable(bad));
+    QList<uint64_t> evals, checkpoints;
+    for (const auto& e : events) {
+      if (e.type() == "eval") evals << e.step();
+      if (e.type() == "checkpoint") checkpoints << e.step();
+    }
+    QCOMPARE(evals, QList<uint64_t>{3});
+    QCOMPARE(checkpoints, QList<uint64_t>{3});
+    QCOMPARE(QDir(dir.filePath("run/checkpoints")).entryList({"*.pt"}),
+             QStringList{"model.step-3.pt"});
+  }
+
   // --task evaluate from the spec: the run's last checkpoint on the validation set scores what
   // the training run's evaluation reported for it (the same images, the same model).
   void evaluateTheRunsCheckpointFromTheSpec() {
