@@ -1,0 +1,315 @@
+// The training run's outside (engine/train): the event schema's JSON round trip (every field)
+// and the event builders; the event writer (whole lines from many threads, never a torn line
+// on a full disk); the stop flag on real signals; the run directory's layout.
+#include <ATen/ATen.h>
+#include <google/protobuf/util/message_differencer.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <thread>
+
+#include "engine/train/checkpoint.h"
+#include "engine/train/event_writer.h"
+#include "engine/train/run_dir.h"
+#include "engine/train/stop_signal.h"
+#include "specs/events.h"
+
+namespace fs = std::filesystem;
+namespace train = mrcnn::train;
+namespace events = mrcnn::events;
+
+namespace {
+
+std::string readAll(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+class TrainEventsTest : public QObject {
+  Q_OBJECT
+ private slots:
+  // --- events ---------------------------------------------------------------------------------
+  void everyEventFieldRoundTrips() {
+    events::Event e;
+    e.set_v(1);
+    e.set_type("progress");
+    e.set_time(1763776000.25);
+    e.set_task("train");
+    e.set_spec_path("/runs/a/spec.txt");
+    e.set_run_dir("/runs/a");
+    e.set_device("cuda:0");
+    e.set_world_size(2);
+    e.set_total_steps(5000);
+    e.set_start_step(100);
+    e.set_engine_version("0.1.0");
+    e.set_step(120);
+    e.set_epoch(3);
+    e.set_lr(0.02);
+    events::Losses* l = e.mutable_losses();
+    l->set_total(1.5);
+    l->set_rpn_objectness(0.1);
+    l->set_rpn_box(0.2);
+    l->set_fast_rcnn_class(0.3);
+    l->set_fast_rcnn_box(0.4);
+    l->set_mask(0.5);
+    e.set_images_per_second(12.5);
+    e.set_data_wait_share(0.05);
+    e.mutable_memory()->set_rss_mib(1024.5);
+    e.mutable_memory()->set_device_mib(2048.25);
+    e.mutable_memory()->set_device_peak_mib(3000);
+    e.set_eta_seconds(360);
+    e.set_skipped_steps(4);
+    e.set_loss_scale(32768);
+    for (auto* stats : {e.mutable_bbox(), e.mutable_segm()}) {
+      for (int i = 0; i < 12; ++i)
+        stats->add_stats(i == 3 ? -1.0 : 0.01 * (i + 1) + (stats == e.mutable_segm() ? 0.5 : 0));
+      (*stats->mutable_per_category_ap())[1] = 0.25;
+      (*stats->mutable_per_category_ap())[18] = 0.75;
+      (*stats->mutable_category_names())[1] = "circle";
+      (*stats->mutable_category_names())[18] = "star \"big\"";
+    }
+    e.set_images(50);
+    e.set_metrics_path("eval/step-120.json");
+    e.set_path("checkpoints/model.step-120.pt");
+    e.set_best(true);
+    e.set_code("corrupt_image");
+    e.set_message("images/0001.jpg: cannot decode\nline two");
+    e.set_image_id(-7);
+    e.set_annotation_id(9000000000LL);
+    e.set_exit_code(4);
+    e.set_status("stopped");
+    e.set_summary("step 120 of 5000");
+    e.set_elapsed_seconds(61.5);
+    e.set_text("ünïcode ✓");
+
+    // Every field of the schema is set here: a field added to events.proto without a test
+    // fails this check.
+    const auto check_all_set = [](const google::protobuf::Message& m) {
+      const auto* d = m.GetDescriptor();
+      const auto* r = m.GetReflection();
+      for (int i = 0; i < d->field_count(); ++i) {
+        const auto* f = d->field(i);
+        const bool set = f->is_repeated() ? r->FieldSize(m, f) > 0 : r->HasField(m, f);
+        QVERIFY2(set, qPrintable(QString("field %1 is not covered by the round-trip test")
+                                     .arg(QString::fromStdString(std::string(f->full_name())))));
+      }
+    };
+    check_all_set(e);
+    check_all_set(e.losses());
+    check_all_set(e.memory());
+    check_all_set(e.bbox());
+
+    const std::string line = events::toJsonLine(e);
+    QVERIFY(line.find('\n') == std::string::npos);  // one line, newlines escaped
+    QVERIFY(line.find("\"rpnObjectness\":0.1") != std::string::npos);
+    std::string error;
+    const auto back = events::parseJsonLine(line + "\n", &error);
+    QVERIFY2(back.has_value(), error.c_str());
+    std::string diff;
+    google::protobuf::util::MessageDifferencer differ;
+    differ.ReportDifferencesToString(&diff);
+    QVERIFY2(differ.Compare(e, *back), diff.c_str());
+
+    // A newer engine's fields are ignored, the known ones kept.
+    const auto newer = events::parseJsonLine(
+        R"({"v":1,"type":"progress","time":5,"step":3,"futureField":{"a":[1,2]},"alsoNew":"x"})",
+        &error);
+    QVERIFY2(newer.has_value(), error.c_str());
+    QCOMPARE(newer->step(), uint64_t(3));
+    QCOMPARE(QString::fromStdString(newer->type()), QString("progress"));
+
+    // Not events.
+    QVERIFY(!events::parseJsonLine("shapes dataset generated", &error));
+    QVERIFY(!error.empty());
+    QVERIFY(!events::parseJsonLine(R"({"v":1,"step":3})", &error));
+    QCOMPARE(QString::fromStdString(error), QString("no \"type\" field"));
+  }
+
+  void eventBuildersFillTheirType() {
+    train::ProgressInfo p;
+    p.step = 10;
+    p.lr = 0.01;
+    p.loss_total = 2.0;
+    p.loss_mask = 0.7;
+    p.images_per_second = 3.5;
+    p.skipped_steps = 2;
+    events::Event e = train::progressEvent(p);
+    QCOMPARE(QString::fromStdString(e.type()), QString("progress"));
+    QCOMPARE(e.losses().mask(), 0.7);
+    QCOMPARE(e.skipped_steps(), uint64_t(2));
+    train::CocoSummary bbox{
+        {0.5, 0.7, 0.6, -1, 0.4, 0.5, 0.3, 0.5, 0.55, -1, 0.5, 0.6}, {{1, 0.5}}, {{1, "circle"}}};
+    e = train::evalEvent(100, 50, bbox, nullptr, "eval/step-100.json");
+    QCOMPARE(e.bbox().stats_size(), 12);
+    QVERIFY(!e.has_segm());
+    QCOMPARE(e.bbox().category_names().at(1), std::string("circle"));
+    QCOMPARE(
+        QString::fromStdString(train::startEvent("train", "s", "r", "cpu", 1, 50, 0, "1").type()),
+        QString("start"));
+    QCOMPARE(train::checkpointEvent("p", 5, true).best(), true);
+    QCOMPARE(train::warningEvent("corrupt_image", "m", 12).image_id(), int64_t(12));
+    QCOMPARE(train::errorEvent("nan_loss", "m", 1).exit_code(), 1u);
+    QCOMPARE(QString::fromStdString(train::doneEvent("ok", "s", 3).status()), QString("ok"));
+    QCOMPARE(QString::fromStdString(train::logEvent("t").text()), QString("t"));
+  }
+
+  void eventWriterWritesWholeLinesFromManyThreads() {
+    QTemporaryDir dir;
+    const fs::path file = fs::path(dir.path().toStdString()) / "events.jsonl";
+    int pipe_fds[2];
+    QVERIFY(::pipe(pipe_fds) == 0);
+    std::string echoed;
+    std::thread reader([&] {
+      char buf[4096];
+      ssize_t n;
+      while ((n = ::read(pipe_fds[0], buf, sizeof buf)) > 0)
+        echoed.append(buf, static_cast<size_t>(n));
+    });
+    {
+      train::EventWriter writer({file, pipe_fds[1], 0});
+      std::vector<std::thread> threads;
+      for (int t = 0; t < 4; ++t) {
+        threads.emplace_back([&writer, t] {
+          for (int i = 0; i < 200; ++i) {
+            train::ProgressInfo p;
+            p.step = static_cast<uint64_t>(t * 1000 + i);
+            p.loss_total = 1.0 / (i + 1);
+            writer.write(train::progressEvent(p));
+          }
+        });
+      }
+      for (auto& th : threads)
+        th.join();
+    }
+    ::close(pipe_fds[1]);
+    reader.join();
+    ::close(pipe_fds[0]);
+    for (const std::string& text : {readAll(file), echoed}) {
+      QVERIFY(!text.empty() && text.back() == '\n');
+      std::set<uint64_t> steps;
+      size_t start = 0;
+      while (start < text.size()) {
+        const size_t end = text.find('\n', start);
+        const auto ev = events::parseJsonLine(std::string_view(text).substr(start, end - start));
+        QVERIFY(ev.has_value());
+        QCOMPARE(ev->v(), 1u);
+        QVERIFY(ev->time() > 1.7e9);
+        steps.insert(ev->step());
+        start = end + 1;
+      }
+      QCOMPARE(steps.size(), size_t(800));
+    }
+
+    // Rank 1 writes nothing.
+    const fs::path other = fs::path(dir.path().toStdString()) / "rank1.jsonl";
+    train::EventWriter rank1({other, -1, 1});
+    rank1.write(train::logEvent("x"));
+    QVERIFY(!rank1.active());
+    QVERIFY(!fs::exists(other));
+
+    // Appends: a second writer (a resumed run) keeps the first one's lines.
+    {
+      train::EventWriter again({file, -1, 0});
+      again.write(train::logEvent("resumed"));
+    }
+    const std::string all = readAll(file);
+    QCOMPARE(std::count(all.begin(), all.end(), '\n'), 801L);
+  }
+
+  void aFullDiskNeverLeavesATornLine() {
+    // RLIMIT_FSIZE makes write(2) short at the limit, as a full disk does; in a child, so the
+    // limit does not touch the test process.
+    QTemporaryDir dir;
+    const fs::path file = fs::path(dir.path().toStdString()) / "events.jsonl";
+    const pid_t pid = ::fork();
+    QVERIFY(pid >= 0);
+    if (pid == 0) {
+      ::signal(SIGXFSZ, SIG_IGN);
+      train::EventWriter writer({file, -1, 0});
+      writer.write(train::logEvent("first"));
+      const off_t size = static_cast<off_t>(fs::file_size(file));
+      rlimit limit{};
+      ::getrlimit(RLIMIT_FSIZE, &limit);
+      limit.rlim_cur = static_cast<rlim_t>(size + 10);
+      ::setrlimit(RLIMIT_FSIZE, &limit);
+      try {
+        writer.write(train::logEvent("a line longer than the ten bytes left"));
+        ::_exit(2);  // no error reported
+      } catch (const std::runtime_error& e) {
+        if (std::string(e.what()).find(file.string()) == std::string::npos) ::_exit(3);
+      }
+      ::_exit(static_cast<off_t>(fs::file_size(file)) == size ? 0 : 4);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    QVERIFY(WIFEXITED(status));
+    QCOMPARE(WEXITSTATUS(status), 0);
+    const std::string text = readAll(file);
+    QVERIFY(text.ends_with("\n"));
+    QCOMPARE(std::count(text.begin(), text.end(), '\n'), 1L);
+  }
+
+  // --- stop signal ---------------------------------------------------------------------------
+  void stopFlagOnARealSignal() {
+    train::StopSignal::install();
+    QVERIFY(!train::StopSignal::requested());
+    ::kill(::getpid(), SIGTERM);
+    QVERIFY(train::StopSignal::requested());
+    QCOMPARE(train::StopSignal::signal(), SIGTERM);
+    train::StopSignal::reset();
+    QVERIFY(!train::StopSignal::requested());
+    train::StopSignal::uninstall();
+
+    // The second signal exits at once with 128 + its number.
+    const pid_t pid = ::fork();
+    QVERIFY(pid >= 0);
+    if (pid == 0) {
+      train::StopSignal::install();
+      ::kill(::getpid(), SIGINT);
+      if (!train::StopSignal::requested()) ::_exit(1);
+      ::kill(::getpid(), SIGINT);
+      ::_exit(2);  // not reached when the second signal works
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    QVERIFY(WIFEXITED(status));
+    QCOMPARE(WEXITSTATUS(status), 128 + SIGINT);
+  }
+
+  // --- run directory ---------------------------------------------------------------------------
+  void runDirectoryLayout() {
+    QTemporaryDir dir;
+    const train::RunDir run(fs::path(dir.path().toStdString()) / "runs" / "a");
+    QCOMPARE(run.evalFile(500).filename().string(), std::string("step-500.json"));
+    QCOMPARE(run.eventsFile().filename().string(), std::string("events.jsonl"));
+    QVERIFY(!run.hasCheckpoint());
+    run.create();
+    QVERIFY(fs::is_directory(run.checkpointsDir()));
+    QVERIFY(fs::is_directory(run.evalDir()));
+    QVERIFY(!run.hasCheckpoint());
+    train::Checkpoint c;
+    c.step = 3;
+    c.model = {{"w", at::zeros({1})}};
+    train::writeCheckpoint(c, run.checkpointsDir() / "model.step-3.pt");
+    QVERIFY(run.hasCheckpoint());
+    QCOMPARE(train::checkpointStepOf("model.step-3.pt").value_or(0), uint64_t(3));
+    QVERIFY(!train::checkpointStepOf("model.step-.pt"));
+    QVERIFY(!train::checkpointStepOf("model.step-3x.pt"));
+    QVERIFY(!train::checkpointStepOf(".model.step-3.pt.partial"));
+  }
+};
+
+QTEST_GUILESS_MAIN(TrainEventsTest)
+#include "test_train_events.moc"
