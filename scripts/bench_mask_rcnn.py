@@ -26,7 +26,10 @@ What each side times (median of --iters after --warmup iterations):
     transform.postprocess; ours: toOriginalImage). Decoding and resizing are not timed.
     torch.inference_mode on both sides; ours folds the frozen batch norms first.
   train: losses on the batch and its targets (RPN, RoI heads, mask), zero_grad, backward, and
-    an SGD step (lr 1e-3, momentum 0.9, weight decay 1e-4) over the trainable parameters.
+    an SGD step (momentum 0.9, weight decay 1e-4) over the trainable parameters, at learning
+    rate 0: the step does all its arithmetic but the weights stay as loaded, so every measured
+    step times the same model (with these random weights lr 1e-3 diverged to NaN after 8
+    steps on both sides, and NaN steps time differently). A non-finite loss is an error.
     torchvision's transform of image and targets is done once, not timed.
   bf16: under torch.autocast("cpu", torch.bfloat16) (ours: the same autocast in C++); the
     backward and the step run outside it, as usual.
@@ -39,6 +42,7 @@ import argparse
 import contextlib
 import importlib.util
 import json
+import math
 import os
 import platform
 import statistics
@@ -106,7 +110,7 @@ def time_theirs(model, state, image, target, mode, precision, warmup, iters, sta
         model.train()
         batch, targets = model.transform([image], [dict(target)])
         params = [p for p in model.parameters() if p.requires_grad]
-        sgd = torch.optim.SGD(params, lr=1e-3, momentum=0.9, weight_decay=1e-4)
+        sgd = torch.optim.SGD(params, lr=0.0, momentum=0.9, weight_decay=1e-4)
         for it in range(warmup + iters):
             measured = it >= warmup
             start = time.perf_counter()
@@ -124,6 +128,8 @@ def time_theirs(model, state, image, target, mode, precision, warmup, iters, sta
             if measured:
                 times.append((time.perf_counter() - start) * 1e3)
             last_loss = total.item()
+            if not math.isfinite(last_loss):
+                raise SystemExit(f"torchvision's training loss became {last_loss} at step {it + 1}")
         shape = list(batch.tensors.shape)
     result = {"side": "torchvision", "mode": mode, "precision": precision,
               "threads": torch.get_num_threads(), "input": shape,

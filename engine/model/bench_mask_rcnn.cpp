@@ -14,7 +14,8 @@
 //   folded into the convolutions (prepareForInference).
 // train: the five losses on the image's ground truth (TARGETS.pt: boxes, labels, masks at
 //   the resized size, as torchvision's transform makes them), backward, and an SGD step
-//   (momentum 0.9, weight decay 1e-4, learning rate 1e-3) with zero_grad.
+//   (momentum 0.9, weight decay 1e-4) with zero_grad, at learning rate 0 so that every
+//   measured step times the same weights (scripts/bench_mask_rcnn.py says why).
 // --stages adds the median time of each stage (inference: backbone, rpn, roi_heads, paste;
 //   training: forward, backward, step). --channels-last feeds the batch in channels-last.
 // --profile runs one more iteration under LibTorch's profiler and prints the operators with
@@ -303,8 +304,9 @@ int run(const Args& args) {
       if (p.requires_grad()) trainable.push_back(p);
     }
     torch::optim::SGD sgd(trainable,
-                          torch::optim::SGDOptions(1e-3).momentum(0.9).weight_decay(1e-4));
+                          torch::optim::SGDOptions(0.0).momentum(0.9).weight_decay(1e-4));
     double last_total = 0;
+    std::vector<double> totals;
     for (int it = 0; it < args.warmup + args.iters + (args.profile ? 1 : 0); ++it) {
       const bool measured = it >= args.warmup && it < args.warmup + args.iters;
       ProfileScope profile(it == args.warmup + args.iters);
@@ -325,10 +327,12 @@ int run(const Args& args) {
       if (measured && args.stages) stages["step"].push_back(msSince(t));
       if (measured) times.push_back(msSince(start));
       last_total = losses.total.item<double>();
+      totals.push_back(last_total);
     }
     if (!std::isfinite(last_total))
-      throw std::runtime_error("the training loss became " + std::to_string(last_total));
-    extra = ", \"last_loss\": " + std::to_string(last_total);
+      throw std::runtime_error("the training loss became " + std::to_string(last_total) +
+                               "; the losses of the steps: " + jsonList(totals));
+    extra = ", \"last_loss\": " + std::to_string(last_total) + ", \"losses\": " + jsonList(totals);
   }
 
   std::ostringstream line;
