@@ -17,16 +17,14 @@
 #include "dataset/coco/coco.h"
 #include "dataset/json_writer.h"
 #include "dataset/rle.h"
+#include "tests/common/read_file.h"
 
 namespace fs = std::filesystem;
 using namespace mrcnn::dataset;
 
 namespace {
 
-std::string readAll(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using mrcnn::testing::readAll;
 
 void writeAll(const fs::path& path, std::string_view text) {
   std::ofstream(path, std::ios::binary)

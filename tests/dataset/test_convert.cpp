@@ -28,6 +28,7 @@
 #include "dataset/convert/shard.h"
 #include "dataset/rle.h"
 #include "tests/common/process_run.h"
+#include "tests/common/read_file.h"
 
 namespace fs = std::filesystem;
 using namespace mrcnn::dataset;
@@ -44,10 +45,7 @@ fs::path valJson() {
   return tinycoco() / "annotations/instances_val2017.json";
 }
 
-std::string readAll(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using mrcnn::testing::readAll;
 
 void writeAll(const fs::path& path, std::string_view text) {
   std::ofstream(path, std::ios::binary)

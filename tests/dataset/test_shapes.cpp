@@ -19,6 +19,7 @@
 #include "dataset/json_writer.h"
 #include "dataset/rle.h"
 #include "dataset/shapes_generator.h"
+#include "tests/common/read_file.h"
 
 namespace fs = std::filesystem;
 using namespace mrcnn::dataset;
@@ -36,10 +37,7 @@ ShapesOptions smallOptions(const QTemporaryDir& dir, uint32_t seed = 2026) {
   return o;
 }
 
-std::string readAll(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using mrcnn::testing::readAll;
 
 // Relative path -> bytes of every file under root.
 std::map<std::string, std::string> snapshot(const fs::path& root) {

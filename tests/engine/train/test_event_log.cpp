@@ -16,6 +16,7 @@
 
 #include "engine/train/event_writer.h"
 #include "specs/events.h"
+#include "tests/common/read_file.h"
 
 namespace fs = std::filesystem;
 namespace train = mrcnn::train;
@@ -23,10 +24,7 @@ namespace events = mrcnn::events;
 
 namespace {
 
-std::string readAll(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+using mrcnn::testing::readAll;
 
 long lineCount(const std::string& text) {
   return std::count(text.begin(), text.end(), '\n');

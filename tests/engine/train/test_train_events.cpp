@@ -23,6 +23,7 @@
 #include "engine/train/run_dir.h"
 #include "engine/train/stop_signal.h"
 #include "specs/events.h"
+#include "tests/common/read_file.h"
 
 namespace fs = std::filesystem;
 namespace train = mrcnn::train;
@@ -30,10 +31,7 @@ namespace events = mrcnn::events;
 
 namespace {
 
-std::string readAll(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+using mrcnn::testing::readAll;
 
 }  // namespace
 

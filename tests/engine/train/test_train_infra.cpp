@@ -26,6 +26,7 @@
 #include "engine/train/lr_schedule.h"
 #include "engine/train/solver.h"
 #include "specs/spec.h"
+#include "tests/common/read_file.h"
 #include "tests/common/reference_script.h"
 
 namespace fs = std::filesystem;
@@ -46,10 +47,7 @@ double maxAbsDiff(const at::Tensor& a, const at::Tensor& b) {
   return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
 }
 
-std::string readAll(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+using mrcnn::testing::readAll;
 
 // TAO's schedule written independently of lr_schedule.cpp, in TF's terms: the warmup branch
 // in float32 as TF computes it, tf.train.piecewise_constant by its documented rule (values[0]
