@@ -19,6 +19,17 @@ using mrcnn::testing::J;
 using mrcnn::testing::readLines;
 using mrcnn::testing::writeLines;
 
+// Starts a training run of the fake engine in `mode` from `view`; true once it has ended
+// (within 10 s) and the view shows it.
+bool runToTheEnd(RunsView& view, const char* mode, const QString& dir) {
+  qputenv("FAKE_ENGINE_MODE", mode);
+  QSignalSpy finished(&view, &RunsView::runFinished);
+  view.startRun("spec.txt", "train", dir);
+  if (!finished.wait(10000)) return false;
+  view.refreshNow();
+  return true;
+}
+
 class EngineProcessTest : public QObject {
   Q_OBJECT
 
@@ -32,11 +43,7 @@ class EngineProcessTest : public QObject {
   void crashedEngineIsReported() {
     QTemporaryDir dir;
     RunsView view;
-    qputenv("FAKE_ENGINE_MODE", "crash");
-    QSignalSpy finished(&view, &RunsView::runFinished);
-    view.startRun("spec.txt", "train", dir.path());
-    QVERIFY(finished.wait(10000));
-    view.refreshNow();
+    QVERIFY(runToTheEnd(view, "crash", dir.path()));
     const RunModel* m = view.run(0);
     QCOMPARE(m->status(), RunStatus::Crashed);
     QVERIFY(m->processExit());
@@ -56,11 +63,7 @@ class EngineProcessTest : public QObject {
   void killedEngineIsReported() {
     QTemporaryDir dir;
     RunsView view;
-    qputenv("FAKE_ENGINE_MODE", "killed");
-    QSignalSpy finished(&view, &RunsView::runFinished);
-    view.startRun("spec.txt", "train", dir.path());
-    QVERIFY(finished.wait(10000));
-    view.refreshNow();
+    QVERIFY(runToTheEnd(view, "killed", dir.path()));
     const RunModel* m = view.run(0);
     QCOMPARE(m->status(), RunStatus::Crashed);
     QVERIFY(m->processExit()->signal);
