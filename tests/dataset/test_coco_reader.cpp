@@ -17,7 +17,7 @@
 #include "dataset/coco/coco.h"
 #include "dataset/json_writer.h"
 #include "dataset/rle.h"
-#include "tests/common/read_file.h"
+#include "tests/common/files.h"
 
 namespace fs = std::filesystem;
 using namespace mrcnn::dataset;

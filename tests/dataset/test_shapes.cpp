@@ -19,7 +19,7 @@
 #include "dataset/json_writer.h"
 #include "dataset/rle.h"
 #include "dataset/shapes_generator.h"
-#include "tests/common/read_file.h"
+#include "tests/common/files.h"
 
 namespace fs = std::filesystem;
 using namespace mrcnn::dataset;

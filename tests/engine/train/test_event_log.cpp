@@ -16,7 +16,7 @@
 
 #include "engine/train/event_writer.h"
 #include "specs/events.h"
-#include "tests/common/read_file.h"
+#include "tests/common/files.h"
 
 namespace fs = std::filesystem;
 namespace train = mrcnn::train;

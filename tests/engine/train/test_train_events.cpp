@@ -23,7 +23,7 @@
 #include "engine/train/run_dir.h"
 #include "engine/train/stop_signal.h"
 #include "specs/events.h"
-#include "tests/common/read_file.h"
+#include "tests/common/files.h"
 
 namespace fs = std::filesystem;
 namespace train = mrcnn::train;

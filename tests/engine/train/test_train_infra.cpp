@@ -26,7 +26,7 @@
 #include "engine/train/lr_schedule.h"
 #include "engine/train/solver.h"
 #include "specs/spec.h"
-#include "tests/common/read_file.h"
+#include "tests/common/files.h"
 #include "tests/common/reference_script.h"
 
 namespace fs = std::filesystem;
