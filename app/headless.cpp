@@ -13,21 +13,11 @@
 #include <string_view>
 
 #include "app/event_render.h"
+#include "app/rank_launcher.h"
 #include "specs/spec.h"
 
 namespace mrcnn::app {
 namespace {
-
-volatile pid_t g_child = 0;
-
-void forwardSignal(int sig, siginfo_t* info, void*) {
-  // The terminal sends Ctrl-C to the whole process group, the engine included: such a
-  // signal (si_code SI_KERNEL) is not passed on, or the engine would count two and stop at
-  // once instead of gracefully. A signal sent to the launcher alone by a process (kill, a
-  // service manager: si_code <= 0) is passed on.
-  const pid_t child = g_child;
-  if (child > 0 && (info == nullptr || info->si_code <= 0)) ::kill(child, sig);
-}
 
 // Writes all of `text` to stdout (the terminal or a pipe).
 void put(std::string_view text) {
@@ -76,7 +66,16 @@ constexpr const char* kUsage =
     "[--iou-type bbox|segm|both] [--metrics-out M.json]\n"
     "       mrcnn-workbench --headless --task dataset_convert --image-dir DIR --annotations F.json "
     "--output-dir DIR [--tag TAG] [--num-shards N] [--include-mask true|false]\n"
+    "data-parallel training (one engine process a rank, PyTorch's c10d: Gloo on the CPU,\n"
+    "NCCL on GPUs): --nproc-per-node N [--nnodes M --node-rank R --master-addr A "
+    "--master-port P]\n"
     "tasks: train (default), validate, evaluate, inference, dataset_convert, prune, export\n";
+
+// The launcher's own options (not passed to the engine).
+bool launcherOption(const std::string& name) {
+  return name == "--nproc-per-node" || name == "--nnodes" || name == "--node-rank" ||
+         name == "--master-addr" || name == "--master-port";
+}
 
 }  // namespace
 
@@ -85,11 +84,43 @@ int runHeadless(const std::vector<std::string>& args, const std::string& self) {
   bool have_spec = false;
   std::string spec_path;
   std::vector<std::string> overrides;
+  RankLayout layout;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") {
       std::cout << kUsage;
       return 0;
+    }
+    if (launcherOption(a.substr(0, a.find('=')))) {
+      const std::string name = a.substr(0, a.find('='));
+      std::string value;
+      if (a.find('=') != std::string::npos) {
+        value = a.substr(a.find('=') + 1);
+      } else if (i + 1 < args.size()) {
+        value = args[++i];
+      } else {
+        std::cerr << "mrcnn-workbench: " << name << " needs a value\n" << kUsage;
+        return 2;
+      }
+      if (name == "--master-addr") {
+        layout.master_addr = value;
+        continue;
+      }
+      const int n = name == "--node-rank" ? (value == "0" ? 0 : parseCount(value))
+                                          : parseCount(value);
+      const int port = name == "--master-port" ? std::atoi(value.c_str()) : 0;
+      if ((name == "--master-port" && (port < 1 || port > 65535 ||
+                                       std::to_string(port) != value)) ||
+          (name != "--master-port" && n < 0)) {
+        std::cerr << "mrcnn-workbench: " << name << " " << value
+                  << ": not a valid value (a whole number" << (name == "--master-port" ? ", a TCP port" : " from 1") << ")\n";
+        return 2;
+      }
+      if (name == "--nproc-per-node") layout.nproc_per_node = n;
+      if (name == "--nnodes") layout.nnodes = n;
+      if (name == "--node-rank") layout.node_rank = n;
+      if (name == "--master-port") layout.master_port = port;
+      continue;
     }
     if (!a.empty() && a[0] == '-') {
       engine_args.push_back(a);
@@ -126,86 +157,22 @@ int runHeadless(const std::vector<std::string>& args, const std::string& self) {
     return 1;
   }
 
-  std::vector<char*> argv;
-  std::string engine_str = engine.string();
-  argv.push_back(engine_str.data());
-  for (auto& a : engine_args)
-    argv.push_back(a.data());
-  argv.push_back(nullptr);
-
-  struct sigaction action {};
-  action.sa_sigaction = forwardSignal;
-  action.sa_flags = SA_SIGINFO;
-  sigemptyset(&action.sa_mask);
-  ::sigaction(SIGINT, &action, nullptr);
-  ::sigaction(SIGTERM, &action, nullptr);
-  // The engine's stdout comes through a pipe to be rendered; its stderr goes straight on.
-  int out_pipe[2];
-  if (::pipe(out_pipe) != 0) {
-    std::cerr << "mrcnn-workbench: cannot start the engine: " << std::strerror(errno) << '\n';
-    return 1;
+  if (layout.node_rank >= layout.nnodes) {
+    std::cerr << "mrcnn-workbench: --node-rank " << layout.node_rank << " must be below --nnodes "
+              << layout.nnodes << '\n';
+    return 2;
   }
+  if (layout.nnodes > 1 && layout.master_port == 0) layout.master_port = 29500;
+  std::vector<std::string> argv{engine.string()};
+  argv.insert(argv.end(), engine_args.begin(), engine_args.end());
   std::cout.flush();
-
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    std::cerr << "mrcnn-workbench: cannot start the engine: " << std::strerror(errno) << '\n';
-    return 1;
-  }
-  if (pid == 0) {
-    ::dup2(out_pipe[1], STDOUT_FILENO);
-    ::close(out_pipe[0]);
-    ::close(out_pipe[1]);
-    ::execv(argv[0], argv.data());
-    std::cerr << "mrcnn-workbench: cannot start " << argv[0] << ": " << std::strerror(errno)
-              << '\n';
-    ::_exit(127);
-  }
-  g_child = pid;
-  ::close(out_pipe[1]);
-  // A launcher whose terminal went away goes on reading, so the engine is not killed by
-  // SIGPIPE through us.
-  ::signal(SIGPIPE, SIG_IGN);
-
   EventRenderer renderer(renderOptions(spec_path, overrides));
-  std::string pending;
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = ::read(out_pipe[0], buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    pending.append(buf, static_cast<size_t>(n));
-    size_t start = 0;
-    for (size_t end; (end = pending.find('\n', start)) != std::string::npos; start = end + 1) {
-      std::string_view line(pending.data() + start, end - start);
-      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-      put(renderer.line(line));
-    }
-    pending.erase(0, start);
-  }
-  if (!pending.empty()) put(renderer.line(pending));  // a last line without its newline
-  ::close(out_pipe[0]);
-
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) {
-      std::cerr << "mrcnn-workbench: lost the engine: " << std::strerror(errno) << '\n';
-      return 1;
-    }
-  }
-  g_child = 0;
-  int code = 1;
-  if (WIFEXITED(status)) {
-    code = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
-    code = 128 + WTERMSIG(status);
-  }
-  put(renderer.finish(code));
-  if (WIFSIGNALED(status)) {
-    std::cerr << "mrcnn-workbench: the engine was killed by signal " << WTERMSIG(status) << " ("
-              << ::strsignal(WTERMSIG(status)) << ")\n";
-  }
-  return code;
+  const LaunchReport report =
+      launchRanks(argv, layout, [&](std::string_view line) { put(renderer.line(line)); });
+  put(renderer.finish(report.exit_code));
+  if (!report.failure.empty() && (layout.distributed() || report.exit_code > 128))
+    std::cerr << "mrcnn-workbench: " << report.failure << '\n';
+  return report.exit_code;
 }
 
 }  // namespace mrcnn::app

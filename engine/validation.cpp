@@ -4,12 +4,92 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <stdexcept>
+#include <string>
 
 #include "engine/coco_results.h"
 #include "engine/data_setup.h"
+#include "engine/dist/process_group.h"
 #include "engine/model/postprocess.h"
 
 namespace mrcnn::engine {
+namespace {
+
+// One image's detections, with its index in the source (file order), as bytes for the
+// gather: fixed-size fields, then the mask's runs.
+template <typename T>
+void put(std::string& out, const T& v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+template <typename T>
+T take(const std::string& in, size_t& at) {
+  T v{};
+  if (at + sizeof v > in.size()) throw std::runtime_error("sharded evaluation: truncated detections");
+  std::memcpy(&v, in.data() + at, sizeof v);
+  at += sizeof v;
+  return v;
+}
+
+struct ImageDetections {
+  uint32_t source_index = 0;
+  std::vector<eval::Detection> detections;
+};
+
+std::string pack(const std::vector<ImageDetections>& images, uint64_t image_count) {
+  std::string out;
+  put(out, image_count);
+  put(out, static_cast<uint64_t>(images.size()));
+  for (const ImageDetections& im : images) {
+    put(out, im.source_index);
+    put(out, static_cast<uint64_t>(im.detections.size()));
+    for (const eval::Detection& d : im.detections) {
+      put(out, d.image_id);
+      put(out, d.category_id);
+      put(out, d.bbox);
+      put(out, d.area);
+      put(out, d.score);
+      put(out, d.mask.h);
+      put(out, d.mask.w);
+      put(out, static_cast<uint64_t>(d.mask.counts.size()));
+      out.append(reinterpret_cast<const char*>(d.mask.counts.data()),
+                 d.mask.counts.size() * sizeof(uint32_t));
+    }
+  }
+  return out;
+}
+
+uint64_t unpack(const std::string& in, std::vector<ImageDetections>& images) {
+  size_t at = 0;
+  const auto image_count = take<uint64_t>(in, at);
+  const auto n = take<uint64_t>(in, at);
+  for (uint64_t i = 0; i < n; ++i) {
+    ImageDetections im;
+    im.source_index = take<uint32_t>(in, at);
+    const auto k = take<uint64_t>(in, at);
+    for (uint64_t j = 0; j < k; ++j) {
+      eval::Detection d;
+      d.image_id = take<int64_t>(in, at);
+      d.category_id = take<int64_t>(in, at);
+      d.bbox = take<dataset::Box>(in, at);
+      d.area = take<double>(in, at);
+      d.score = take<double>(in, at);
+      d.mask.h = take<uint32_t>(in, at);
+      d.mask.w = take<uint32_t>(in, at);
+      const auto runs = take<uint64_t>(in, at);
+      if (at + runs * sizeof(uint32_t) > in.size())
+        throw std::runtime_error("sharded evaluation: truncated detections");
+      d.mask.counts.resize(runs);
+      std::memcpy(d.mask.counts.data(), in.data() + at, runs * sizeof(uint32_t));
+      at += runs * sizeof(uint32_t);
+      im.detections.push_back(std::move(d));
+    }
+    images.push_back(std::move(im));
+  }
+  return image_count;
+}
+
+}  // namespace
 
 Validator::Validator(std::shared_ptr<const dataset::CocoDataset> ground_truth,
                      std::shared_ptr<const dataset::SampleSource> source,
@@ -37,14 +117,20 @@ Validator::Validator(std::shared_ptr<const dataset::CocoDataset> ground_truth,
   evaluator_ = std::make_unique<eval::CocoEvaluator>(*ground_truth_, with_masks_, images);
 }
 
-ValidationResult Validator::run(model::MaskRCNNImpl& model, const c10::Device& device) const {
+ValidationResult Validator::run(model::MaskRCNNImpl& model, const c10::Device& device,
+                                dist::ProcessGroup* group) const {
   const auto started = std::chrono::steady_clock::now();
   const bool was_training = model.is_training();
   model.eval();
   torch::NoGradGuard no_grad;
   ValidationResult result;
-  std::vector<eval::Detection> detections;
-  dataset::Loader loader(source_, options_);
+  std::vector<ImageDetections> per_image;
+  dataset::LoaderOptions options = options_;
+  if (group != nullptr) {
+    options.shard_count = static_cast<uint32_t>(group->size());
+    options.shard_index = static_cast<uint32_t>(group->rank());
+  }
+  dataset::Loader loader(source_, options);
   while (auto batch = loader.next()) {
     for (auto& w : batch->warnings) result.warnings.push_back(w);
     const std::vector<model::Detections> dets =
@@ -55,6 +141,8 @@ ValidationResult Validator::run(model::MaskRCNNImpl& model, const c10::Device& d
                             dets[i].masks.defined() ? dets[i].masks.cpu() : at::Tensor()};
       const model::ImageDetections original = model::toOriginalImage(
           cpu, {meta.height, meta.width}, {meta.original_height, meta.original_width});
+      ImageDetections& im = per_image.emplace_back();
+      im.source_index = meta.source_index;
       for (CocoInstance& in : cocoInstances(original, category_ids_)) {
         eval::Detection d;
         d.image_id = meta.image_id;
@@ -63,12 +151,32 @@ ValidationResult Validator::run(model::MaskRCNNImpl& model, const c10::Device& d
         d.area = in.bbox[2] * in.bbox[3];
         d.score = in.score;
         if (in.mask) d.mask = std::move(*in.mask);
-        detections.push_back(std::move(d));
+        im.detections.push_back(std::move(d));
       }
       ++result.images;
     }
   }
   if (was_training) model.train();
+  if (group != nullptr && group->size() > 1) {
+    const std::vector<std::string> all =
+        group->allGatherBytes(pack(per_image, result.images), "gather of evaluation detections");
+    if (group->rank() != 0) {
+      result.seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      return result;
+    }
+    per_image.clear();
+    result.images = 0;
+    for (const std::string& bytes : all) result.images += unpack(bytes, per_image);
+    // File order, as one process meets the images: pycocotools breaks score ties by it.
+    std::stable_sort(per_image.begin(), per_image.end(),
+                     [](const ImageDetections& a, const ImageDetections& b) {
+                       return a.source_index < b.source_index;
+                     });
+  }
+  std::vector<eval::Detection> detections;
+  for (ImageDetections& im : per_image)
+    for (eval::Detection& d : im.detections) detections.push_back(std::move(d));
   result.report = evaluator_->evaluate(std::move(detections));
   result.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

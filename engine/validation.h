@@ -15,6 +15,10 @@
 #include "engine/eval/evaluator.h"
 #include "engine/model/mask_rcnn.h"
 
+namespace mrcnn::dist {
+class ProcessGroup;
+}
+
 namespace mrcnn::engine {
 
 struct ValidationResult {
@@ -32,8 +36,12 @@ class Validator {
             std::shared_ptr<const dataset::SampleSource> source, dataset::LoaderOptions options,
             bool with_masks, bool labels_are_ids = false);
 
-  // Runs the model (switched to evaluation mode and back to its previous mode).
-  ValidationResult run(model::MaskRCNNImpl& model, const c10::Device& device) const;
+  // Runs the model (switched to evaluation mode and back to its previous mode). With a
+  // process group, each rank runs every size()-th image, the detections are gathered to
+  // rank 0 in file order and evaluated there once: the same numbers as one process. Other
+  // ranks get an empty report; `images` counts every rank's.
+  ValidationResult run(model::MaskRCNNImpl& model, const c10::Device& device,
+                       dist::ProcessGroup* group = nullptr) const;
 
   const dataset::CocoDataset& groundTruth() const { return *ground_truth_; }
   // Category ids by label (index 0 unused): the source's contiguous numbering, or the labels

@@ -24,6 +24,7 @@ debian_packages=(
   libopencv-dev
   libprotobuf-dev protobuf-compiler
   libsimdjson-dev
+  libgloo-dev   # headers only, for c10d's ProcessGroupGloo.hpp; never linked (engine/dist)
   xvfb xauth
   clang libclang-rt-14-dev
   python3 python3-venv

@@ -1,4 +1,5 @@
 #include "dataset/loader/loader.h"
+#include "dataset/loader/visit_plan.h"
 
 #include <algorithm>
 #include <chrono>
@@ -107,6 +108,13 @@ void validate(const LoaderOptions& o, size_t source_size) {
   }
   if (o.max_level > 12) fail("max_level " + std::to_string(o.max_level) + " is out of range");
   if (o.n_workers > 256) fail("n_workers " + std::to_string(o.n_workers) + " is too many");
+  if (o.shard_count == 0 || o.shard_index >= o.shard_count)
+    fail("shard " + std::to_string(o.shard_index) + " of " + std::to_string(o.shard_count) +
+         " does not exist");
+  if (o.training && o.shard_count > 1 &&
+      source_size < static_cast<uint64_t>(o.batch_size) * o.shard_count)
+    fail("the dataset has " + std::to_string(source_size) + " images, fewer than one global batch (" +
+         std::to_string(o.batch_size) + " x " + std::to_string(o.shard_count) + " ranks)");
 }
 
 }  // namespace
@@ -126,6 +134,8 @@ class Loader::Pipeline {
                       ? count
                       : std::min(count, options_.eval_samples);
     repeat_ = options_.training && options_.repeat;
+    plan_ = VisitPlan(epoch_size_, options_.batch_size, options_.training, options_.shard_count,
+                      options_.shard_index);
     resize_.mode = options_.resize_mode;
     resize_.canvas_height = options_.image_height;
     resize_.canvas_width = options_.image_width;
@@ -142,11 +152,16 @@ class Loader::Pipeline {
       epoch += position / epoch_size_;
       position %= epoch_size_;
     }
+    consumer_epoch_ = epoch;
+    consumer_position_ = std::min<uint64_t>(position, epoch_size_);
+    uint64_t visit = plan_.firstVisitFrom(consumer_position_);
+    if (visit >= plan_.size() && repeat_ && plan_.size() > 0) {
+      ++epoch;
+      visit = 0;
+    }
     start_epoch_ = epoch;
-    start_position_ = std::min<uint64_t>(position, epoch_size_);
-    stream_end_ = repeat_ ? std::numeric_limits<uint64_t>::max() : epoch_size_ - start_position_;
-    consumer_epoch_ = start_epoch_;
-    consumer_position_ = start_position_;
+    start_position_ = std::min<uint64_t>(visit, plan_.size());
+    stream_end_ = repeat_ ? std::numeric_limits<uint64_t>::max() : plan_.size() - start_position_;
     stopping_ = false;
     next_claim_ = 0;
     assembled_ = 0;
@@ -245,12 +260,13 @@ class Loader::Pipeline {
     std::string first_problem;
   };
 
-  // Stream index k (0 = the start position) to (epoch, position in the epoch).
+  // Stream index k (0 = the start) to (epoch, visit in the epoch): visit_plan.h.
   std::pair<uint64_t, uint64_t> locate(uint64_t k) const {
-    const uint64_t first = epoch_size_ - start_position_;
+    const uint64_t visits = plan_.size();
+    const uint64_t first = visits - start_position_;
     if (k < first) return {start_epoch_, start_position_ + k};
     k -= first;
-    return {start_epoch_ + 1 + k / epoch_size_, k % epoch_size_};
+    return {start_epoch_ + 1 + k / visits, k % visits};
   }
 
   uint32_t sampleAt(uint64_t epoch, uint64_t position) {
@@ -276,7 +292,8 @@ class Loader::Pipeline {
 
   SampleResult processIndex(uint64_t k) {
     try {
-      const auto [epoch, position] = locate(k);
+      const auto [epoch, visit] = locate(k);
+      const uint64_t position = plan_.position(visit);
       return process(epoch, position, sampleAt(epoch, position));
     } catch (...) {
       SampleResult result;
@@ -425,7 +442,8 @@ class Loader::Pipeline {
       out.push_back(Outcome::failure(result.fatal));
       return true;
     }
-    const auto [epoch, position] = locate(k);
+    const auto [epoch, visit] = locate(k);
+    const uint64_t position = plan_.position(visit);
     Assembly& a = assembly_;
     for (LoaderWarning& w : result.warnings) {
       if (skipsImage(w.code) && a.first_problem.empty())
@@ -438,16 +456,19 @@ class Loader::Pipeline {
     } else {
       ++a.skipped;
     }
-    const bool epoch_end = position + 1 == epoch_size_;
+    const bool epoch_end = visit + 1 == plan_.size();
     const bool keep_short = !(options_.training && options_.drop_last);
-    if (a.pending.size() == options_.batch_size ||
-        (epoch_end && keep_short && !a.pending.empty())) {
+    const bool full = plan_.slices() ? plan_.endsSlice(visit)
+                                     : a.pending.size() == options_.batch_size ||
+                                           (epoch_end && keep_short && !a.pending.empty());
+    if (full) {
       Outcome o;
-      o.batch = collate(a.pending, epoch, position + 1);
+      if (!a.pending.empty()) ++a.batches;
+      o.batch = collate(a.pending, epoch,
+                        plan_.slices() ? plan_.positionAfterSlice(visit) : position + 1);
       o.batch.warnings = std::move(a.warnings);
       a.warnings.clear();
       a.pending.clear();
-      ++a.batches;
       out.push_back(std::move(o));
     }
     if (!epoch_end) return false;
@@ -592,12 +613,14 @@ class Loader::Pipeline {
   const std::shared_ptr<const SampleSource> source_;
   const LoaderOptions options_;
   uint32_t epoch_size_ = 0;
+  VisitPlan plan_;
   bool repeat_ = false;
   ResizeSpec resize_;
   size_t prefetch_ = 1;
   uint64_t window_ = 2;
 
-  // The stream: index k of the samples visited since (start_epoch_, start_position_).
+  // The stream: index k of the samples visited since (start_epoch_, start_position_), the
+  // latter a visit index of plan_.
   uint64_t start_epoch_ = 0;
   uint64_t start_position_ = 0;
   uint64_t stream_end_ = 0;

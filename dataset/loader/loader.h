@@ -13,6 +13,8 @@
 //    one (missing, corrupt, size differing from the json) is skipped with a warning and the
 //    batch filled with the next. Batches never span two epochs; a short last batch is dropped
 //    when drop_last.
+//  - with shard_count > 1 (data-parallel ranks, visit_plan.h) a training batch is the rank's
+//    slice of the global batch, less its unreadable samples (it may be short, even empty).
 //  - Batch::position (and position()) is where the stream goes on: Loader(source, options,
 //    epoch, position) continues a stopped run with exactly the batches it would have seen.
 //
@@ -72,6 +74,12 @@ struct LoaderOptions {
   bool load_masks = true;  // instance masks in the targets
   bool drop_last = true;   // training: drop an epoch's short last batch (eval never drops)
   bool repeat = true;      // training: go on with the next epoch instead of ending
+
+  // Data-parallel ranks (visit_plan.h): this loader delivers rank shard_index's share of each
+  // global batch of batch_size x shard_count samples (training; Batch::position is then the
+  // global position), or every shard_count-th image (evaluation).
+  uint32_t shard_count = 1;
+  uint32_t shard_index = 0;
 };
 
 enum class LoaderWarningCode : uint8_t {

@@ -58,6 +58,7 @@ MaskRCNNLosses MaskRCNNImpl::losses(const at::Tensor& images, const ImageSizes& 
   RPNTargets rpn_targets;
   rpn_targets.boxes = targets.boxes;
   rpn_targets.sampled = targets.rpn_sampled;
+  rpn_targets.sample_keys = targets.sample_keys;
   RPNOutput proposals = rpn_->forward(features, sizes, &rpn_targets);
 
   RoIHeadsTargets roi_targets;
@@ -65,6 +66,9 @@ MaskRCNNLosses MaskRCNNImpl::losses(const at::Tensor& images, const ImageSizes& 
   roi_targets.labels = targets.labels;
   roi_targets.masks = targets.masks;
   roi_targets.sampled = targets.roi_sampled;
+  roi_targets.sample_keys = targets.sample_keys;
+  // The RoI sampler's draws are a stream of their own, not the RPN's again.
+  for (uint64_t& key : roi_targets.sample_keys) key ^= 0x726F695F73616D70ull;
   RoIHeadsOutput heads = roi_heads_->forward(features, proposals.boxes, sizes, &roi_targets);
 
   TORCH_CHECK(proposals.losses && heads.losses, "MaskRCNN::losses: a stage returned no losses");
@@ -74,6 +78,9 @@ MaskRCNNLosses MaskRCNNImpl::losses(const at::Tensor& images, const ImageSizes& 
   out.classifier = heads.losses->classifier;
   out.box_reg = heads.losses->box_reg;
   out.mask = heads.losses->mask;
+  out.rpn_sampled = proposals.losses->sampled;
+  out.roi_sampled = heads.losses->sampled;
+  out.mask_positives = heads.losses->mask_positives;
   out.total = out.rpn_objectness + proposals.losses->box_weighted + out.classifier +
               out.box_reg * options_.roi_heads.box_loss_weight;
   if (out.mask.defined()) out.total = out.total + out.mask * options_.roi_heads.mask_loss_weight;

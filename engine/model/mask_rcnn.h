@@ -56,6 +56,10 @@ struct MaskRCNNTargets {
   // For parity with a sample drawn elsewhere (both empty: the samplers draw).
   std::vector<SampledMasks> rpn_sampled;
   std::vector<SampledMasks> roi_sampled;
+  // Per image, optional: the seed of its samplers' draws (anchors, RoIs), so that an image
+  // samples the same whichever batch and rank it is in (the trainer keys it by seed, epoch
+  // and sample). Empty: the model's generator draws for the batch in order.
+  std::vector<uint64_t> sample_keys;
 };
 
 // The five loss components (each unweighted, as torchvision names them) and the weighted
@@ -68,6 +72,12 @@ struct MaskRCNNLosses {
   at::Tensor box_reg;
   at::Tensor mask;
   at::Tensor total;
+  // Each component is a mean; these are its denominators (anchors sampled for both RPN
+  // losses, RoIs sampled for the classifier and box regression, positive RoIs for the mask),
+  // so that data-parallel ranks can normalise over the global batch.
+  double rpn_sampled = 0;
+  double roi_sampled = 0;
+  double mask_positives = 0;
 };
 
 // What the stages produced, for parity tests and debugging.

@@ -207,7 +207,7 @@ RoIHeadsImpl::Sample RoIHeadsImpl::selectTrainingSamples(const std::vector<at::T
 
   std::vector<SampledMasks> sampled = targets.sampled;
   if (sampled.empty()) {
-    sampled = sampler_(labels);
+    sampled = sampler_(labels, targets.sample_keys);
   } else {
     TORCH_CHECK(sampled.size() == num_images, "RoIHeads: given samples for ", sampled.size(),
                 " images in a batch of ", num_images);
@@ -332,6 +332,7 @@ RoIHeadsOutput RoIHeadsImpl::forward(const std::vector<at::Tensor>& features,
     const auto [class_logits, box_regression] = box_predictor_->forward(box_features);
     RoIHeadsLosses losses = fastRCNNLoss(class_logits, box_regression, sample);
     losses.box_reg_weighted = losses.box_reg * options_.box_loss_weight;
+    for (const at::Tensor& l : sample.labels) losses.sampled += static_cast<double>(l.numel());
     if (options_.with_masks) {
       // The mask branch learns from the positive RoIs only.
       std::vector<at::Tensor> positive_rois, positive_matched;
@@ -339,6 +340,7 @@ RoIHeadsOutput RoIHeadsImpl::forward(const std::vector<at::Tensor>& features,
         const at::Tensor pos = at::where(sample.labels[i] > 0)[0];
         positive_rois.push_back(sample.rois[i].index_select(0, pos));
         positive_matched.push_back(sample.matched_idxs[i].index_select(0, pos));
+        losses.mask_positives += static_cast<double>(pos.numel());
       }
       const at::Tensor logits = maskLogits(maps, positive_rois, sizes);
       losses.mask =

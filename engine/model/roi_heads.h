@@ -109,6 +109,7 @@ struct RoIHeadsTargets {
   std::vector<at::Tensor> labels;
   std::vector<at::Tensor> masks;
   std::vector<SampledMasks> sampled;  // empty: the sampler draws
+  std::vector<uint64_t> sample_keys;  // per image, optional: see MaskRCNNTargets
 };
 
 struct RoIHeadsLosses {
@@ -118,6 +119,8 @@ struct RoIHeadsLosses {
   // What training adds up: box_reg * box_loss_weight, mask * mask_loss_weight.
   at::Tensor box_reg_weighted;
   at::Tensor mask_weighted;
+  double sampled = 0;         // RoIs sampled: the denominator of classifier and box_reg
+  double mask_positives = 0;  // positive RoIs: the mask loss's (each of M x M pixels)
 };
 
 struct Detections {

@@ -170,7 +170,7 @@ RPNOutput RegionProposalNetworkImpl::forward(const std::vector<at::Tensor>& feat
 
   std::vector<SampledMasks> sampled = targets->sampled;
   if (sampled.empty()) {
-    sampled = sampler_(labels);
+    sampled = sampler_(labels, targets->sample_keys);
   } else {
     TORCH_CHECK(static_cast<int64_t>(sampled.size()) == num_images,
                 "RegionProposalNetwork: given samples for ", sampled.size(),
@@ -197,6 +197,7 @@ RPNOutput RegionProposalNetworkImpl::forward(const std::vector<at::Tensor>& feat
   losses.objectness = at::binary_cross_entropy_with_logits(
       objectness.flatten().index_select(0, sampled_idx), all_labels.index_select(0, sampled_idx));
   losses.box_weighted = losses.box * options_.box_loss_weight;
+  losses.sampled = static_cast<double>(sampled_idx.numel());
   out.losses = std::move(losses);
   return out;
 }

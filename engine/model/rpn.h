@@ -76,12 +76,14 @@ struct ImageSizes {
 struct RPNTargets {
   std::vector<at::Tensor> boxes;
   std::vector<SampledMasks> sampled;  // empty: the sampler draws
+  std::vector<uint64_t> sample_keys;  // per image, optional: see MaskRCNNTargets
 };
 
 struct RPNLosses {
   at::Tensor objectness;    // torchvision's loss_objectness
   at::Tensor box;           // torchvision's loss_rpn_box_reg (unweighted)
   at::Tensor box_weighted;  // box * box_loss_weight: what training adds up
+  double sampled = 0;       // anchors sampled: the denominator of both losses
 };
 
 struct RPNOutput {

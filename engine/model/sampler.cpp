@@ -1,6 +1,7 @@
 #include "engine/model/sampler.h"
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
@@ -19,10 +20,16 @@ BalancedPositiveNegativeSampler::BalancedPositiveNegativeSampler(
 }
 
 std::vector<SampledMasks> BalancedPositiveNegativeSampler::operator()(
-    const std::vector<at::Tensor>& labels) {
+    const std::vector<at::Tensor>& labels, const std::vector<uint64_t>& keys) {
+  TORCH_CHECK(keys.empty() || keys.size() == labels.size(),
+              "BalancedPositiveNegativeSampler: ", keys.size(), " keys for ", labels.size(),
+              " images");
   std::vector<SampledMasks> out;
   out.reserve(labels.size());
-  for (const at::Tensor& l : labels) {
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const at::Tensor& l = labels[i];
+    std::optional<at::Generator> generator = generator_;
+    if (!keys.empty()) generator = at::make_generator<at::CPUGeneratorImpl>(keys[i]);
     const at::Tensor positive = at::where(l >= 1)[0];
     const at::Tensor negative = at::where(l == 0)[0];
     // int() of the product, as torchvision (truncation).
@@ -35,9 +42,9 @@ std::vector<SampledMasks> BalancedPositiveNegativeSampler::operator()(
     // the positives' first.
     const at::TensorOptions cpu_long = at::TensorOptions().dtype(at::kLong);
     const at::Tensor perm_pos =
-        at::randperm(positive.numel(), generator_, cpu_long).narrow(0, 0, num_pos).to(l.device());
+        at::randperm(positive.numel(), generator, cpu_long).narrow(0, 0, num_pos).to(l.device());
     const at::Tensor perm_neg =
-        at::randperm(negative.numel(), generator_, cpu_long).narrow(0, 0, num_neg).to(l.device());
+        at::randperm(negative.numel(), generator, cpu_long).narrow(0, 0, num_neg).to(l.device());
 
     SampledMasks m{at::zeros_like(l, l.options().dtype(at::kByte)),
                    at::zeros_like(l, l.options().dtype(at::kByte))};

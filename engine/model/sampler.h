@@ -35,7 +35,11 @@ class BalancedPositiveNegativeSampler {
   // labels per image: >= 1 positive, 0 negative, anything else (-1) ignored. Per image
   // samples min(#positive, int(batch * fraction)) positives and fills up to the batch size
   // with negatives (as many as there are).
-  std::vector<SampledMasks> operator()(const std::vector<at::Tensor>& labels);
+  // keys (one per image, optional): image i's permutations are drawn from a generator seeded
+  // with keys[i] instead of the shared one, so what an image samples does not depend on the
+  // images before it in the batch (data-parallel ranks split batches; see MaskRCNNTargets).
+  std::vector<SampledMasks> operator()(const std::vector<at::Tensor>& labels,
+                                       const std::vector<uint64_t>& keys = {});
 
  private:
   SamplerOptions options_;

@@ -1,35 +1,36 @@
-// The train task: the spec's Mask R-CNN trained on its dataset with evaluation on schedule,
-// events on stdout and in events.jsonl, checkpoints that survive a kill, resume from the run
-// directory's last checkpoint, a graceful stop on SIGINT/SIGTERM, and overlays of validation
-// images at the end.
+// The train task: assembles the training loop (engine/train/trainer.h) and its hooks from
+// the spec: the data, the model and its weights (from the last checkpoint when resuming), the
+// solver, the process group of a data-parallel job; then overlays of the validation images.
 #include <ATen/ATen.h>
-#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include <chrono>
-#include <cmath>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <ostream>
 #include <sstream>
-#include <unistd.h>
 
 #include "dataset/coco/coco.h"
 #include "engine/data_setup.h"
 #include "engine/device.h"
+#include "engine/dist/data_parallel.h"
+#include "engine/dist/launch_env.h"
+#include "engine/dist/process_group.h"
 #include "engine/exit_codes.h"
 #include "engine/model_config.h"
 #include "engine/tasks/task_common.h"
 #include "engine/tasks/tasks.h"
 #include "engine/train/checkpoint.h"
 #include "engine/train/event_writer.h"
+#include "engine/train/hooks/hooks.h"
 #include "engine/train/loss_scaler.h"
 #include "engine/train/lr_schedule.h"
 #include "engine/train/run_dir.h"
 #include "engine/train/solver.h"
 #include "engine/train/stop_signal.h"
+#include "engine/train/trainer.h"
 #include "engine/util/atomic_file.h"
 #include "engine/validation.h"
 #include "engine/weights.h"
@@ -42,111 +43,39 @@ using Clock = std::chrono::steady_clock;
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-double residentMiB() {
-  std::ifstream statm("/proc/self/statm");
-  long pages_total = 0, pages_resident = 0;
-  statm >> pages_total >> pages_resident;
-  return static_cast<double>(pages_resident) * static_cast<double>(::sysconf(_SC_PAGESIZE)) /
-         (1024.0 * 1024.0);
-}
-
-// Loss components summed over a reporting interval.
-struct LossSums {
-  double total = 0, objectness = 0, rpn_box = 0, classifier = 0, box_reg = 0, mask = 0;
-  uint64_t count = 0;
-  void add(const model::MaskRCNNLosses& l) {
-    total += l.total.item<double>();
-    objectness += l.rpn_objectness.item<double>();
-    rpn_box += l.rpn_box.item<double>();
-    classifier += l.classifier.item<double>();
-    box_reg += l.box_reg.item<double>();
-    if (l.mask.defined()) mask += l.mask.item<double>();
-    ++count;
-  }
-};
-
-// The first loss component that is not finite, or nullptr.
-const char* nonFiniteComponent(const model::MaskRCNNLosses& l) {
-  const std::pair<const char*, const at::Tensor*> parts[] = {
-      {"rpn_objectness", &l.rpn_objectness}, {"rpn_box", &l.rpn_box},
-      {"fast_rcnn_class", &l.classifier},    {"fast_rcnn_box", &l.box_reg},
-      {"mask", &l.mask}};
-  for (const auto& [name, t] : parts) {
-    if (t->defined() && !std::isfinite(t->item<double>())) return name;
-  }
-  return nullptr;
-}
-
-train::CocoSummary summaryOf(const eval::EvalResult& r, const dataset::CocoDataset& gt) {
-  train::CocoSummary s;
-  s.stats.assign(r.stats.begin(), r.stats.end());
-  for (size_t k = 0; k < r.category_ids.size(); ++k) {
-    s.per_category_ap[r.category_ids[k]] = r.per_category_ap[k];
-  }
-  for (const auto& c : gt.categories()) s.category_names[c.id] = c.name;
-  return s;
-}
-
-// Autocast on for the scope (bf16 on the CPU; fp16 or bf16 on CUDA).
-class AutocastScope {
- public:
-  AutocastScope(bool enabled, c10::DeviceType device, at::ScalarType dtype)
-      : enabled_(enabled), device_(device) {
-    if (!enabled_) return;
-    previous_ = at::autocast::is_autocast_enabled(device_);
-    previous_dtype_ = at::autocast::get_autocast_dtype(device_);
-    at::autocast::set_autocast_dtype(device_, dtype);
-    at::autocast::set_autocast_enabled(device_, true);
-  }
-  ~AutocastScope() {
-    if (!enabled_) return;
-    at::autocast::set_autocast_enabled(device_, previous_);
-    at::autocast::set_autocast_dtype(device_, previous_dtype_);
-    at::autocast::clear_cache();
-  }
-  AutocastScope(const AutocastScope&) = delete;
-  AutocastScope& operator=(const AutocastScope&) = delete;
-
- private:
-  bool enabled_;
-  c10::DeviceType device_;
-  bool previous_ = false;
-  at::ScalarType previous_dtype_ = at::kFloat;
-};
-
-struct Trainer {
+struct TrainTask {
   const TaskOptions& options;
   const spec::LoadedSpec& loaded;
+  const dist::LaunchEnv& launch;
   train::RunDir run_dir;
   train::EventWriter& events;
   std::ostream& err;
+  Clock::time_point started = Clock::now();
 
+  double elapsed() const { return seconds(Clock::now() - started); }
   void log(const std::string& text) { events.write(train::logEvent(text)); }
-  void warn(const std::string& code, const std::string& message, int64_t image = 0,
-            int64_t annotation = 0) {
-    events.write(train::warningEvent(code, message, image, annotation));
-  }
-  int fail(const std::string& code, const std::string& message, int exit_code, double elapsed) {
-    err << "error: " << message << '\n';
+  int fail(const std::string& code, const std::string& message, int exit_code) {
+    err << "error: " << (launch.distributed() ? "rank " + std::to_string(launch.rank) + ": " : "")
+        << message << '\n';
     events.write(train::errorEvent(code, message, static_cast<uint32_t>(exit_code)));
-    events.write(train::doneEvent("failed", message, elapsed));
+    events.write(train::doneEvent("failed", message, elapsed()));
     return exit_code;
   }
 
   int run();
 };
 
-int Trainer::run() {
-  const auto started = Clock::now();
+int TrainTask::run() {
   const spec::Experiment& s = loaded.spec;
-  const auto elapsed = [&] { return seconds(Clock::now() - started); };
-
   const RuntimeInfo runtime = runtimeInfo();
-  const DeviceChoice device_choice = chooseDevice(s.device(), runtime);
+  DeviceChoice device_choice = chooseDevice(s.device(), runtime);
   if (!device_choice.ok) {
     return fail("bad_device", options.spec_path.string() + ": device: " + device_choice.error,
-                kExitBadSpec, elapsed());
+                kExitBadSpec);
   }
+  // One GPU a rank: LOCAL_RANK's.
+  if (launch.distributed() && device_choice.name.starts_with("cuda"))
+    device_choice.name = "cuda:" + std::to_string(launch.local_rank);
   const c10::Device device(device_choice.name);
   const bool amp = s.use_amp();
   const bool fp16 = amp && s.amp_dtype() == "fp16";
@@ -154,7 +83,7 @@ int Trainer::run() {
     return fail("bad_spec",
                 options.spec_path.string() +
                     ": amp_dtype: fp16 mixed precision needs a GPU; use bf16 on the CPU",
-                kExitBadSpec, elapsed());
+                kExitBadSpec);
   }
   std::ostringstream info;
   info << "LibTorch " << runtime.torch_version << " (CUDA build: "
@@ -162,17 +91,43 @@ int Trainer::run() {
        << ", CPU threads: " << runtime.cpu_threads << "); device " << device_choice.name;
   log(info.str());
 
-  std::ostringstream data_log, data_err;
+  // The process group first: rank 0 prepares the data (the shapes dataset is generated
+  // once) while the others wait for it.
+  std::unique_ptr<dist::ProcessGroup> group;
+  if (launch.distributed()) {
+    const auto timeout = std::chrono::seconds(std::max<uint32_t>(1, s.dist_timeout_seconds()));
+    try {
+      group = dist::ProcessGroup::join(launch, device, timeout);
+    } catch (const std::exception& e) {
+      return fail("rendezvous_failed", e.what(), kExitFailed);
+    }
+    log("process group: rank " + std::to_string(launch.rank) + " of " +
+        std::to_string(launch.world_size) + " (" + group->backendName() + ", launcher " +
+        launch.launcher + ", master " + launch.master_addr + ":" +
+        std::to_string(launch.master_port) + ")");
+  }
+  const auto wait_for_rank0 = [&](const char* what) {
+    if (group) group->barrier(what);
+  };
+
   if (s.data_config().category_labels() != "contiguous") {
     return fail("bad_spec",
                 options.spec_path.string() +
                     ": data_config.category_labels: training numbers categories contiguously; "
                     "category_id is for running torchvision's COCO models (inference, evaluate)",
-                kExitBadSpec, elapsed());
+                kExitBadSpec);
   }
-  const std::optional<DataFiles> data = prepareData(loaded, data_log, data_err);
+  std::optional<DataFiles> data;
+  std::ostringstream data_log, data_err;
+  try {
+    if (launch.rank != 0) wait_for_rank0("rank 0 preparing the data");
+    data = prepareData(loaded, data_log, data_err);
+    if (launch.rank == 0) wait_for_rank0("rank 0 preparing the data");
+  } catch (const dist::CollectiveError& e) {
+    return fail("collective_failed", e.what(), kExitFailed);
+  }
   if (!data_log.str().empty()) log(data_log.str());
-  if (!data) return fail("bad_dataset", data_err.str(), kExitBadData, elapsed());
+  if (!data) return fail("bad_dataset", data_err.str(), kExitBadData);
 
   std::shared_ptr<const dataset::SampleSource> train_source, val_source;
   std::shared_ptr<const dataset::CocoDataset> val_gt;
@@ -183,18 +138,19 @@ int Trainer::run() {
       val_source = std::make_shared<dataset::CocoFolderSource>(val_gt, data->val_image_dir);
     }
   } catch (const std::exception& e) {
-    return fail("bad_dataset", e.what(), kExitBadData, elapsed());
+    return fail("bad_dataset", e.what(), kExitBadData);
   }
 
-  // Steps.
+  // Steps: train_batch_size is per rank, the global batch b x world size.
   const uint32_t batch_size = s.train_batch_size();
   const uint32_t accumulation = std::max<uint32_t>(1, s.gradient_accumulation_steps());
+  const auto world = static_cast<uint64_t>(launch.world_size);
   uint64_t total_steps = s.total_steps();
   if (!s.has_total_steps()) {
     const uint64_t per_epoch =
         s.num_examples_per_epoch() ? s.num_examples_per_epoch() : train_source->size();
-    total_steps = std::max<uint64_t>(
-        1, s.num_epochs() * per_epoch / (static_cast<uint64_t>(batch_size) * accumulation));
+    total_steps = std::max<uint64_t>(1, s.num_epochs() * per_epoch /
+                                            (uint64_t{batch_size} * accumulation * world));
   }
 
   // The model, its weights, the optimiser: from the last checkpoint when resuming.
@@ -206,10 +162,6 @@ int Trainer::run() {
   std::optional<train::Checkpoint> resume;
   try {
     resume = store.loadLatest();
-  } catch (const std::exception& e) {
-    return fail("bad_checkpoint", e.what(), kExitBadData, elapsed());
-  }
-  try {
     if (resume) {
       model::LoadOptions load;
       load.source = (store.last() ? store.last()->string() : run_dir.checkpointsDir().string());
@@ -223,35 +175,47 @@ int Trainer::run() {
           " skipped)");
     }
   } catch (const std::exception& e) {
-    return fail("bad_checkpoint", e.what(), kExitBadData, elapsed());
+    return fail("bad_checkpoint", e.what(), kExitBadData);
   }
   net->to(device);
   net->train();
 
-  train::Solver solver(train::Solver::trainableParameters(*net),
-                       train::solverOptionsFromSpec(s));
+  train::Solver solver(train::Solver::trainableParameters(*net), train::solverOptionsFromSpec(s));
   train::LossScalerOptions scaler_options;
   scaler_options.enabled = fp16;
   train::LossScaler scaler(scaler_options);
   const train::LrSchedule schedule = train::LrSchedule::fromSpec(loaded);
-  uint64_t step = 0, epoch = 0, position = 0;
+  train::TrainState state;
+  state.total_steps = total_steps;
   if (resume) {
     try {
       solver.loadStateDict(resume->optimizer, "", "checkpoint");
       scaler.loadStateDict(resume->loss_scaler, "", "checkpoint");
       train::restoreRng(resume->rng);
+      if (launch.rank > 0 && resume->world_size == world &&
+          resume->rank_rng_cpu.size() >= static_cast<size_t>(launch.rank))
+        train::restoreRng({resume->rank_rng_cpu[static_cast<size_t>(launch.rank) - 1], {}});
     } catch (const std::exception& e) {
-      return fail("bad_checkpoint", e.what(), kExitBadData, elapsed());
+      return fail("bad_checkpoint", e.what(), kExitBadData);
     }
-    step = resume->step;
-    epoch = resume->epoch;
-    position = resume->data_position;
-    log("resuming at step " + std::to_string(step) + " (epoch " + std::to_string(epoch) +
-        ", position " + std::to_string(position) + ")");
+    state.step = state.first_step = resume->step;
+    state.epoch = resume->epoch;
+    state.position = resume->data_position;
+    log("resuming at step " + std::to_string(state.step) + " (epoch " +
+        std::to_string(state.epoch) + ", position " + std::to_string(state.position) + ")");
+    if (resume->world_size != world) {
+      events.write(train::warningEvent(
+          "world_size_changed",
+          "the checkpoint was written by " + std::to_string(resume->world_size) +
+              " ranks and this run has " + std::to_string(world) +
+              ": training goes on from the same global sample, but no longer bit for bit as "
+              "an uninterrupted run"));
+    }
   }
 
   events.write(train::startEvent("train", run_dir.specFile().string(), run_dir.root().string(),
-                                 device_choice.name, 1, total_steps, step, MRCNN_VERSION));
+                                 device_choice.name, static_cast<uint32_t>(world), total_steps,
+                                 state.step, MRCNN_VERSION));
 
   std::unique_ptr<Validator> validator;
   if (val_source) {
@@ -259,183 +223,75 @@ int Trainer::run() {
                                             loaderOptionsFromSpec(loaded, /*training=*/false),
                                             s.maskrcnn_config().include_mask());
   }
-
-  const auto save = [&](std::optional<double> metric) {
-    train::Checkpoint c;
-    c.step = step;
-    c.epoch = epoch;
-    c.data_position = position;
-    c.model = net->torchvisionState();
-    for (auto& [k, v] : c.model) v = v.cpu();
-    c.optimizer = solver.stateDict();
-    c.loss_scaler = scaler.stateDict();
-    c.rng = train::captureRng();
-    const fs::path path = store.save(c, metric);
-    const bool best = metric && store.best() && store.best()->filename() == path.filename();
-    events.write(train::checkpointEvent(path.string(), step, best));
-  };
-
-  uint64_t last_saved = resume ? step : UINT64_MAX;
-  std::optional<std::pair<double, double>> last_map;
-  std::optional<uint64_t> last_eval_step;
-  const auto evaluate = [&]() {
-    last_eval_step = step;
-    // An evaluation leaves the training's random stream where it was, so a run evaluated at
-    // step E trains exactly as one that is not, and a resume replays the same stream whether
-    // or not the evaluation is repeated.
-    const train::RngState rng_before_eval = train::captureRng();
-    const ValidationResult v = validator->run(*net, device);
-    train::restoreRng(rng_before_eval);
-    for (const auto& w : v.warnings) {
-      warn(std::string(dataset::loaderWarningName(w.code)), w.message, w.image_id,
-           w.annotation_id.value_or(0));
+  std::unique_ptr<dist::DataParallel> parallel;
+  if (group) {
+    std::vector<std::pair<std::string, at::Tensor>> buffers;
+    if (!s.maskrcnn_config().freeze_bn()) {
+      for (const auto& item : net->named_buffers()) buffers.emplace_back(item.key(), item.value());
     }
-    const std::string metrics = eval::metricsJson(v.report);
-    const fs::path metrics_path = run_dir.evalFile(step);
-    writeFileAtomic(metrics_path, metrics);
-    const train::CocoSummary bbox = summaryOf(*v.report.bbox, *val_gt);
-    std::optional<train::CocoSummary> segm;
-    if (v.report.segm) segm = summaryOf(*v.report.segm, *val_gt);
-    events.write(train::evalEvent(step, v.images, bbox, segm ? &*segm : nullptr,
-                                  metrics_path.string()));
-    const double bbox_ap = v.report.bbox->stats[0];
-    const double segm_ap = v.report.segm ? v.report.segm->stats[0] : bbox_ap;
-    last_map = {bbox_ap, segm_ap};
-    if (last_saved != step) {
-      save(bbox_ap);
-      last_saved = step;
-    } else if (store.reportMetric(step, bbox_ap)) {
-      events.write(train::checkpointEvent(store.best()->string(), step, true));
-    }
-  };
-  const auto targets_reached = [&]() {
-    const double tb = s.target_bbox_map(), ts = s.target_segm_map();
-    if (!last_map || (tb <= 0 && ts <= 0)) return false;
-    return last_map->first >= tb && last_map->second >= ts;
-  };
-
-  dataset::Loader loader(train_source, loaderOptionsFromSpec(loaded, /*training=*/true), epoch,
-                         position);
-  const bool with_masks = s.maskrcnn_config().include_mask();
-  const uint32_t report_every = std::max<uint32_t>(1, s.logging_frequency());
-  const uint64_t save_every = s.save_checkpoints_steps();
-  const uint64_t eval_every = s.num_steps_per_eval();
-  const at::ScalarType amp_dtype = s.amp_dtype() == "bf16" ? at::kBFloat16 : at::kHalf;
-
-  LossSums sums;
-  uint64_t interval_images = 0;
-  double interval_wait = 0;
-  auto interval_start = Clock::now();
-  const auto loop_start = Clock::now();
-  const uint64_t first_step = step;
-  std::string status = "ok";
-
-  try {
-    while (step < total_steps) {
-      for (uint32_t micro = 0; micro < accumulation; ++micro) {
-        const auto wait_start = Clock::now();
-        std::optional<dataset::Batch> batch = loader.next();
-        interval_wait += seconds(Clock::now() - wait_start);
-        if (!batch) throw std::runtime_error("the training data ended");
-        for (const auto& w : batch->warnings) {
-          warn(std::string(dataset::loaderWarningName(w.code)), w.message, w.image_id,
-               w.annotation_id.value_or(0));
-        }
-        model::MaskRCNNTargets targets = batchTargets(*batch, with_masks);
-        for (auto& t : targets.boxes) t = t.to(device);
-        for (auto& t : targets.labels) t = t.to(device);
-        for (auto& t : targets.masks) t = t.to(device);
-        model::MaskRCNNLosses losses;
-        {
-          AutocastScope autocast(amp, device.type(), amp_dtype);
-          losses = net->losses(batchImages(*batch).to(device), batchSizes(*batch), targets);
-        }
-        if (const char* bad = nonFiniteComponent(losses)) {
-          return fail("nan_loss",
-                      "the " + std::string(bad) + " loss is not finite at step " +
-                          std::to_string(step + 1) +
-                          "; training stopped, the last good checkpoint is kept (lower "
-                          "init_learning_rate or enable global_gradient_clip_ratio)",
-                      kExitFailed, elapsed());
-        }
-        sums.add(losses);
-        scaler.scaleLoss(losses.total / static_cast<double>(accumulation)).backward();
-        interval_images += batch->size();
-        epoch = batch->epoch;
-        position = batch->position;
-      }
-      const double lr = schedule.at(step);
-      const train::StepResult result = solver.step(lr, scaler.enabled() ? &scaler : nullptr);
-      if (!result.finite && !scaler.enabled()) {
-        return fail("nan_loss",
-                    "the gradients are not finite at step " + std::to_string(step + 1) +
-                        "; training stopped, the last good checkpoint is kept",
-                    kExitFailed, elapsed());
-      }
-      ++step;
-
-      if (step % report_every == 0 || step == total_steps) {
-        const double interval = seconds(Clock::now() - interval_start);
-        const double done_rate =
-            static_cast<double>(step - first_step) / std::max(1e-9, seconds(Clock::now() - loop_start));
-        train::ProgressInfo p;
-        p.step = step;
-        p.epoch = epoch;
-        p.lr = lr;
-        const double n = static_cast<double>(std::max<uint64_t>(1, sums.count));
-        p.loss_total = sums.total / n;
-        p.loss_rpn_objectness = sums.objectness / n;
-        p.loss_rpn_box = sums.rpn_box / n;
-        p.loss_fast_rcnn_class = sums.classifier / n;
-        p.loss_fast_rcnn_box = sums.box_reg / n;
-        p.loss_mask = sums.mask / n;
-        p.images_per_second = static_cast<double>(interval_images) / std::max(1e-9, interval);
-        p.data_wait_share = interval > 0 ? interval_wait / interval : 0;
-        p.eta_seconds = static_cast<double>(total_steps - step) / std::max(1e-9, done_rate);
-        p.rss_mib = residentMiB();
-        p.skipped_steps = scaler.skippedSteps();
-        p.loss_scale = scaler.enabled() ? scaler.scale() : 0;
-        events.write(train::progressEvent(p));
-        sums = {};
-        interval_images = 0;
-        interval_wait = 0;
-        interval_start = Clock::now();
-      }
-      const bool stop = train::StopSignal::requested();
-      if (validator && eval_every > 0 && step % eval_every == 0 && step < total_steps && !stop) {
-        evaluate();
-        if (targets_reached()) {
-          log("target mAP reached at step " + std::to_string(step) + ": bbox " +
-              std::to_string(last_map->first) + ", segm " + std::to_string(last_map->second));
-          break;
-        }
-      }
-      if ((save_every > 0 && step % save_every == 0 && last_saved != step) || stop) {
-        if (last_saved != step) save(std::nullopt);
-        last_saved = step;
-      }
-      if (stop) {
-        status = "stopped";
-        break;
-      }
-    }
-    if (status == "ok") {
-      if (validator && last_eval_step != step) evaluate();
-      if (last_saved != step) save(last_map ? std::optional<double>(last_map->first) : std::nullopt);
-    }
-  } catch (const train::CheckpointError& e) {
-    return fail("checkpoint_failed", e.what(), kExitBadData, elapsed());
-  } catch (const std::exception& e) {
-    return fail("training_failed", std::string("step ") + std::to_string(step + 1) + ": " + e.what(),
-                kExitFailed, elapsed());
+    parallel = std::make_unique<dist::DataParallel>(*group, train::Solver::trainableParameters(*net),
+                                                    std::move(buffers), s.dist_bucket_mib());
   }
 
+  dataset::LoaderOptions loader_options = loaderOptionsFromSpec(loaded, /*training=*/true);
+  loader_options.shard_count = static_cast<uint32_t>(world);
+  loader_options.shard_index = static_cast<uint32_t>(launch.rank);
+  std::optional<dataset::Loader> loader;
+  try {
+    loader.emplace(train_source, loader_options, state.epoch, state.position);
+  } catch (const std::exception& e) {
+    return fail("bad_dataset", e.what(), kExitBadData);
+  }
+
+  train::TrainerOptions trainer_options;
+  trainer_options.device = device;
+  trainer_options.accumulation = accumulation;
+  trainer_options.with_masks = s.maskrcnn_config().include_mask();
+  trainer_options.amp = amp;
+  trainer_options.amp_dtype = s.amp_dtype() == "bf16" ? at::kBFloat16 : at::kHalf;
+  trainer_options.seed = s.seed();
+  train::Trainer trainer(*net, solver, scaler, *loader, trainer_options, state);
+  trainer.add(train::makeScheduleHook(schedule));
+  if (parallel) {
+    const model::MaskRCNNOptions& mo = net->options();
+    if (std::getenv("MRCNN_TEST_SKIP_ALLREDUCE") != nullptr) parallel->skipAllReduce(true);
+    trainer.add(train::makeDataParallelHook(
+        *parallel, events,
+        {mo.rpn.box_loss_weight, mo.roi_heads.box_loss_weight, mo.roi_heads.mask_loss_weight}));
+  }
+  trainer.add(train::makeEventsHook(events, s.logging_frequency(), scaler));
+  if (validator) {
+    trainer.add(train::makeEvalHook(*validator, *net, device, parallel.get(), run_dir, events,
+                                    s.num_steps_per_eval()));
+  }
+  trainer.add(train::makeEarlyStopHook(events, s.target_bbox_map(), s.target_segm_map()));
+  train::CheckpointHookOptions checkpoint_options;
+  checkpoint_options.every = s.save_checkpoints_steps();
+  if (resume) checkpoint_options.saved_step = resume->step;
+  trainer.add(train::makeCheckpointHook(store, *net, solver, scaler, parallel.get(), events,
+                                        checkpoint_options));
+  trainer.add(train::makeStopHook());
+
+  try {
+    trainer.run();
+  } catch (const train::TrainError& e) {
+    return fail(e.code(), e.what(), e.exitCode());
+  } catch (const train::CheckpointError& e) {
+    return fail("checkpoint_failed", e.what(), kExitBadData);
+  } catch (const dist::CollectiveError& e) {
+    return fail("collective_failed", e.what(), kExitFailed);
+  } catch (const std::exception& e) {
+    return fail("training_failed",
+                "step " + std::to_string(trainer.state().step + 1) + ": " + e.what(), kExitFailed);
+  }
+  const train::TrainState& end = trainer.state();
+
   std::ostringstream summary;
-  summary << "step " << step << " of " << total_steps;
-  if (last_map) summary << "; bbox mAP " << last_map->first << ", segm mAP " << last_map->second;
+  summary << "step " << end.step << " of " << total_steps;
+  if (store.bestMetric()) summary << "; best bbox mAP " << *store.bestMetric();
   if (store.best()) summary << "; best checkpoint " << store.best()->string();
 
-  if (status == "ok" && val_source && !data->val_image_dir.empty()) {
+  if (end.status == "ok" && val_source && !data->val_image_dir.empty() && launch.rank == 0) {
     // Overlays of the validation images with the final weights.
     TaskOptions inference_options = options;
     inference_options.run_dir = run_dir.root();
@@ -446,13 +302,14 @@ int Trainer::run() {
     std::ostringstream inference_out, inference_err;
     const int code = runInference(inference_options, inference, inference_out, inference_err);
     if (code != kExitOk) {
-      warn("overlays_failed", "validation overlays were not drawn: " + inference_err.str());
+      events.write(train::warningEvent("overlays_failed", "validation overlays were not drawn: " +
+                                                              inference_err.str()));
     } else {
       log("overlays of the validation images in " + run_dir.inferenceDir().string());
       summary << "; overlays in " << run_dir.inferenceDir().string();
     }
   }
-  events.write(train::doneEvent(status, summary.str(), elapsed()));
+  events.write(train::doneEvent(end.status, summary.str(), elapsed()));
   return kExitOk;
 }
 
@@ -462,10 +319,17 @@ int runTrain(const TaskOptions& options, std::ostream& out, std::ostream& err) {
   const std::optional<spec::LoadedSpec> maybe = loadSpecReporting(options, err);
   if (!maybe) return kExitBadSpec;
   const spec::LoadedSpec& loaded = *maybe;
+  const dist::LaunchEnvResult launch = dist::readLaunchEnv();
+  if (!launch.env) {
+    err << "error: data-parallel launch environment: " << launch.error << '\n';
+    return kExitUsage;
+  }
+  const int rank = launch.env->rank;
   train::RunDir run_dir(runDirectory(options, loaded));
   try {
-    run_dir.create();
-    if (!run_dir.hasCheckpoint()) {
+    // Rank 0 alone writes the run directory; the others read its checkpoints.
+    if (rank == 0) run_dir.create();
+    if (rank == 0 && !run_dir.hasCheckpoint()) {
       // Its paths made absolute: it is read again from the run directory (resume, the GUI's
       // predictions), whose folder is not the spec's.
       spec::Experiment as_run = loaded.spec;
@@ -481,10 +345,12 @@ int runTrain(const TaskOptions& options, std::ostream& out, std::ostream& err) {
   train::StopSignal::install();
   try {
     train::EventWriterOptions writer_options;
-    writer_options.events_file = run_dir.eventsFile();
+    writer_options.rank = rank;
+    if (rank == 0) writer_options.events_file = run_dir.eventsFile();
+    else writer_options.stdout_fd = -1;
     train::EventWriter events(writer_options);
-    Trainer trainer{options, loaded, run_dir, events, err};
-    return trainer.run();
+    TrainTask task{options, loaded, *launch.env, run_dir, events, err};
+    return task.run();
   } catch (const std::exception& e) {
     err << "error: " << e.what() << '\n';
     return kExitFailed;

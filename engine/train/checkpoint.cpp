@@ -144,9 +144,12 @@ void writeCheckpointStaged(const Checkpoint& c, const fs::path& file,
   state.emplace_back("trainer.epoch", int64Scalar(c.epoch));
   state.emplace_back("trainer.data_position", int64Scalar(c.data_position));
   state.emplace_back("trainer.format_version", at::scalar_tensor(kFormatVersion, at::kLong));
+  if (c.world_size > 1) state.emplace_back("trainer.world_size", int64Scalar(c.world_size));
   if (c.rng.cpu.defined()) state.emplace_back("rng.cpu", c.rng.cpu);
   for (size_t i = 0; i < c.rng.cuda.size(); ++i)
     state.emplace_back("rng.cuda." + std::to_string(i), c.rng.cuda[i]);
+  for (size_t r = 0; r < c.rank_rng_cpu.size(); ++r)
+    state.emplace_back("rng.rank." + std::to_string(r + 1) + ".cpu", c.rank_rng_cpu[r]);
   state.emplace_back("meta.json", bytesTensor(metaJson(c)));
 
   const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
@@ -287,6 +290,10 @@ Checkpoint readCheckpoint(const fs::path& file) {
       c.rng.cpu = t;
     else if (startsWith(name, "rng.cuda."))
       c.rng.cuda.push_back(t);
+    else if (startsWith(name, "rng.rank."))
+      c.rank_rng_cpu.push_back(t);
+    else if (name == "trainer.world_size" && t.numel() == 1)
+      c.world_size = static_cast<uint64_t>(std::max<int64_t>(1, t.item<int64_t>()));
   }
   if (meta == nullptr || version == nullptr) {
     throw CheckpointError(file.string() +

@@ -8,8 +8,10 @@
 //   loss_scaler.scale / .growth_tracker / .skipped_steps
 //   trainer.step, trainer.epoch, trainer.data_position   int64 scalars: where training goes on
 //   trainer.format_version                               int64 scalar: 1
+//   trainer.world_size                int64 scalar: ranks that trained it (absent: 1)
 //   rng.cpu                           the CPU generator's state (uint8)
 //   rng.cuda.<i>                      each CUDA device's generator state, when present
+//   rng.rank.<r>.cpu                  rank r's CPU generator (data-parallel runs, r >= 1)
 //   meta.json                         uint8 bytes of a JSON object:
 //       {"format":"mrcnn-workbench checkpoint","version":1,"step":N,"epoch":E,
 //        "data_position":P,"time":<unix s>,"extra":<the engine's JSON>}
@@ -62,6 +64,11 @@ struct Checkpoint {
   model::StateDict optimizer;    // without "optimizer."
   model::StateDict loss_scaler;  // without "loss_scaler."
   RngState rng;
+  // Data-parallel runs: the world size that wrote it (data_position is then the global
+  // position, a multiple of the global batch) and the CPU generator of every other rank
+  // (rng.rank.<r>.cpu), so that a resume with the same world size restores each rank's.
+  uint64_t world_size = 1;
+  std::vector<at::Tensor> rank_rng_cpu;  // ranks 1..world_size-1
   std::string extra_json = "{}";  // a JSON value the engine wants kept (spec digest, ...)
 };
 

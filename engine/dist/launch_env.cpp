@@ -1,0 +1,91 @@
+#include "engine/dist/launch_env.h"
+
+#include <charconv>
+#include <cstdlib>
+#include <string_view>
+
+namespace mrcnn::dist {
+namespace {
+
+// A whole decimal number in [lo, hi], or nullopt.
+std::optional<long> number(const char* text, long lo, long hi) {
+  if (text == nullptr || *text == '\0') return std::nullopt;
+  const std::string_view s(text);
+  long value = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec != std::errc() || end != s.data() + s.size() || value < lo || value > hi)
+    return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+LaunchEnvResult readLaunchEnv(const std::function<const char*(const char*)>& get_env) {
+  const auto get = [&](const char* name) -> const char* {
+    const char* v = get_env ? get_env(name) : std::getenv(name);
+    return v != nullptr && *v != '\0' ? v : nullptr;
+  };
+  LaunchEnvResult out;
+  const auto fail = [&](const char* name, const std::string& why) {
+    const char* v = get(name);
+    out.error = std::string(name) + "=" + (v ? v : "(unset)") + ": " + why;
+    return out;
+  };
+
+  // torchrun first: under SLURM a job may still start torchrun per node, whose RANK wins.
+  const char *rank_var = "RANK", *world_var = "WORLD_SIZE", *local_var = "LOCAL_RANK",
+             *local_world_var = "LOCAL_WORLD_SIZE";
+  LaunchEnv env;
+  if (get("RANK") != nullptr || get("WORLD_SIZE") != nullptr) {
+    env.launcher = "torchrun";
+  } else if (get("SLURM_PROCID") != nullptr && get("SLURM_NTASKS") != nullptr) {
+    env.launcher = "slurm";
+    rank_var = "SLURM_PROCID";
+    world_var = "SLURM_NTASKS";
+    local_var = "SLURM_LOCALID";
+    local_world_var = "SLURM_NTASKS_PER_NODE";
+  } else {
+    out.env = env;
+    return out;
+  }
+  const auto world = number(get(world_var), 1, 1 << 20);
+  if (!world) return fail(world_var, "the world size must be a whole number from 1");
+  const auto rank = number(get(rank_var), 0, *world - 1);
+  if (!rank) return fail(rank_var, "the rank must be a whole number below the world size " +
+                                       std::to_string(*world));
+  env.world_size = static_cast<int>(*world);
+  env.rank = static_cast<int>(*rank);
+  if (get(local_var) != nullptr) {
+    const auto local = number(get(local_var), 0, *world - 1);
+    if (!local) return fail(local_var, "the local rank must be a whole number below the world size");
+    env.local_rank = static_cast<int>(*local);
+  } else {
+    env.local_rank = env.rank;
+  }
+  // SLURM writes "2(x3)" for heterogeneous layouts; only the plain count is used.
+  if (const auto lw = number(get(local_world_var), 1, *world)) {
+    env.local_world_size = static_cast<int>(*lw);
+  } else {
+    env.local_world_size = env.world_size;
+  }
+  if (!env.distributed()) {
+    out.env = env;
+    return out;
+  }
+  const char* addr = get("MASTER_ADDR");
+  if (addr == nullptr)
+    return fail("MASTER_ADDR", "a job of " + std::to_string(env.world_size) +
+                                   " processes needs the address of rank 0's machine");
+  env.master_addr = addr;
+  // torchrun's "localhost" may resolve to ::1 first; the store and gloo listen on IPv4.
+  if (env.master_addr == "localhost") env.master_addr = "127.0.0.1";
+  const auto port = number(get("MASTER_PORT"), 1, 65535);
+  if (!port) return fail("MASTER_PORT", "a TCP port (1-65535) is needed");
+  env.master_port = static_cast<uint16_t>(*port);
+  if (const char* agent = get("TORCHELASTIC_USE_AGENT_STORE"))
+    env.agent_store = std::string_view(agent) == "True" || std::string_view(agent) == "1";
+  out.env = env;
+  return out;
+}
+
+}  // namespace mrcnn::dist

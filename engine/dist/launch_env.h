@@ -1,0 +1,38 @@
+// Where this process stands in a data-parallel job, read from the environment its launcher
+// set: torchrun's (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
+// TORCHELASTIC_USE_AGENT_STORE), which `mrcnn-workbench --headless --nproc-per-node N` sets
+// too, or SLURM's (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE, with
+// MASTER_ADDR and MASTER_PORT from the job script). Neither: one process, world size 1.
+// No Torch here.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace mrcnn::dist {
+
+struct LaunchEnv {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  int local_world_size = 1;
+  std::string master_addr = "127.0.0.1";
+  uint16_t master_port = 29500;
+  // torchrun's agent hosts the rendezvous store: every rank connects to it as a client.
+  bool agent_store = false;
+  std::string launcher = "none";  // "torchrun", "slurm" or "none"
+
+  bool distributed() const { return world_size > 1; }
+};
+
+// Reads the environment through `get` (std::getenv by default). Errors name the variable and
+// its value: a rank outside the world, a port that is not a port, a world without its master.
+struct LaunchEnvResult {
+  std::optional<LaunchEnv> env;
+  std::string error;
+};
+LaunchEnvResult readLaunchEnv(const std::function<const char*(const char*)>& get = {});
+
+}  // namespace mrcnn::dist

@@ -1,0 +1,104 @@
+#include <ATen/ATen.h>
+
+#include <string>
+
+#include "engine/dist/data_parallel.h"
+#include "engine/train/checkpoint.h"
+#include "engine/train/event_writer.h"
+#include "engine/train/hooks/hooks.h"
+#include "engine/train/run_dir.h"
+#include "engine/util/atomic_file.h"
+#include "engine/validation.h"
+
+namespace mrcnn::train {
+namespace {
+
+CocoSummary summaryOf(const eval::EvalResult& r, const dataset::CocoDataset& gt) {
+  CocoSummary s;
+  s.stats.assign(r.stats.begin(), r.stats.end());
+  for (size_t k = 0; k < r.category_ids.size(); ++k)
+    s.per_category_ap[r.category_ids[k]] = r.per_category_ap[k];
+  for (const auto& c : gt.categories()) s.category_names[c.id] = c.name;
+  return s;
+}
+
+class EvalHook : public TrainHook {
+ public:
+  EvalHook(const engine::Validator& validator, model::MaskRCNNImpl& net, c10::Device device,
+           dist::DataParallel* parallel, const RunDir& run_dir, EventWriter& events,
+           uint64_t every)
+      : validator_(validator),
+        net_(net),
+        device_(device),
+        parallel_(parallel),
+        run_dir_(run_dir),
+        events_(events),
+        every_(every) {}
+
+  void afterStep(TrainState& s) override {
+    if (every_ > 0 && s.step % every_ == 0 && s.step < s.total_steps && !s.stop_requested)
+      evaluate(s);
+  }
+
+  void beforeEnd(TrainState& s) override {
+    if (s.status == "ok" && last_step_ != s.step) evaluate(s);
+  }
+
+ private:
+  void evaluate(TrainState& s) {
+    last_step_ = s.step;
+    // The training's random stream stays where it was: a run evaluated at step E trains
+    // exactly as one that is not, and a resume replays the same stream either way.
+    const RngState before = captureRng();
+    const engine::ValidationResult v =
+        validator_.run(net_, device_, parallel_ ? &parallel_->group() : nullptr);
+    restoreRng(before);
+    EvalOutcome outcome;
+    if (v.report.bbox) {
+      for (const auto& w : v.warnings) {
+        events_.write(warningEvent(std::string(dataset::loaderWarningName(w.code)), w.message,
+                                   w.image_id, w.annotation_id.value_or(0)));
+      }
+      const std::filesystem::path metrics_path = run_dir_.evalFile(s.step);
+      if (events_.active()) engine::writeFileAtomic(metrics_path, eval::metricsJson(v.report));
+      const dataset::CocoDataset& gt = validator_.groundTruth();
+      const CocoSummary bbox = summaryOf(*v.report.bbox, gt);
+      std::optional<CocoSummary> segm;
+      if (v.report.segm) segm = summaryOf(*v.report.segm, gt);
+      events_.write(
+          evalEvent(s.step, v.images, bbox, segm ? &*segm : nullptr, metrics_path.string()));
+      outcome.bbox_ap = v.report.bbox->stats[0];
+      outcome.segm_ap = v.report.segm ? v.report.segm->stats[0] : outcome.bbox_ap;
+    }
+    if (parallel_ != nullptr) {
+      // Rank 0 evaluated: every rank decides on the same numbers (early stop, best).
+      at::Tensor maps = at::tensor({outcome.bbox_ap, outcome.segm_ap}, at::kDouble)
+                            .to(parallel_->group().device());
+      parallel_->group().broadcast(maps, 0, "broadcast of the evaluation's mAP");
+      const at::Tensor cpu = maps.cpu();
+      outcome.bbox_ap = cpu[0].item<double>();
+      outcome.segm_ap = cpu[1].item<double>();
+    }
+    s.eval = outcome;
+  }
+
+  const engine::Validator& validator_;
+  model::MaskRCNNImpl& net_;
+  c10::Device device_;
+  dist::DataParallel* parallel_;
+  const RunDir& run_dir_;
+  EventWriter& events_;
+  uint64_t every_;
+  std::optional<uint64_t> last_step_;
+};
+
+}  // namespace
+
+std::unique_ptr<TrainHook> makeEvalHook(const engine::Validator& validator,
+                                        model::MaskRCNNImpl& net, c10::Device device,
+                                        dist::DataParallel* parallel, const RunDir& run_dir,
+                                        EventWriter& events, uint64_t every) {
+  return std::make_unique<EvalHook>(validator, net, device, parallel, run_dir, events, every);
+}
+
+}  // namespace mrcnn::train

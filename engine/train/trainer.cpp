@@ -1,0 +1,152 @@
+#include "engine/train/trainer.h"
+
+#include <ATen/ATen.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+
+#include "dataset/loader/sample_order.h"
+#include "engine/data_setup.h"
+#include "engine/exit_codes.h"
+#include "engine/train/autocast_scope.h"
+#include "engine/train/loss_scaler.h"
+#include "engine/train/solver.h"
+#include "engine/train/stop_signal.h"
+
+namespace mrcnn::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+StepLosses reportOf(const model::MaskRCNNLosses& l) {
+  StepLosses r;
+  r.total = l.total.item<double>();
+  r.objectness = l.rpn_objectness.item<double>();
+  r.rpn_box = l.rpn_box.item<double>();
+  r.classifier = l.classifier.item<double>();
+  r.box_reg = l.box_reg.item<double>();
+  r.mask = l.mask.defined() ? l.mask.item<double>() : 0.0;
+  return r;
+}
+
+// The first loss component that is not finite, or nullptr.
+const char* nonFinite(const StepLosses& l) {
+  const std::pair<const char*, double> parts[] = {{"rpn_objectness", l.objectness},
+                                                  {"rpn_box", l.rpn_box},
+                                                  {"fast_rcnn_class", l.classifier},
+                                                  {"fast_rcnn_box", l.box_reg},
+                                                  {"mask", l.mask}};
+  for (const auto& [name, v] : parts)
+    if (!std::isfinite(v)) return name;
+  return nullptr;
+}
+
+void accumulate(StepLosses& sum, const StepLosses& add, double weight) {
+  sum.total += add.total * weight;
+  sum.objectness += add.objectness * weight;
+  sum.rpn_box += add.rpn_box * weight;
+  sum.classifier += add.classifier * weight;
+  sum.box_reg += add.box_reg * weight;
+  sum.mask += add.mask * weight;
+}
+
+}  // namespace
+
+uint64_t sampleKey(uint64_t seed, uint64_t epoch, uint32_t source_index) {
+  return dataset::mix64(dataset::epochKey(seed, epoch) ^ 0x73616D706C657273ull ^
+                        dataset::mix64(source_index));
+}
+
+Trainer::Trainer(model::MaskRCNNImpl& net, Solver& solver, LossScaler& scaler,
+                 dataset::Loader& loader, TrainerOptions options, TrainState state)
+    : net_(net),
+      solver_(solver),
+      scaler_(scaler),
+      loader_(loader),
+      options_(options),
+      state_(std::move(state)) {}
+
+void Trainer::run() {
+  each([&](TrainHook& h) { h.beforeTrain(state_); });
+  while (state_.step < state_.total_steps && !state_.stop) {
+    each([&](TrainHook& h) { h.beforeStep(state_); });
+    runStep();
+    ++state_.step;
+    each([&](TrainHook& h) { h.afterStep(state_); });
+    if (state_.eval) {
+      each([&](TrainHook& h) { h.afterEval(state_); });
+      state_.eval.reset();
+    }
+  }
+  each([&](TrainHook& h) { h.beforeEnd(state_); });
+  if (state_.eval) {
+    each([&](TrainHook& h) { h.afterEval(state_); });
+    state_.eval.reset();
+  }
+  each([&](TrainHook& h) { h.afterTrain(state_); });
+}
+
+MicroBatch Trainer::forward(const dataset::Batch& batch, model::MaskRCNNLosses& losses) {
+  MicroBatch micro{losses, {}, batch.size()};
+  // A data-parallel rank whose slice could not be read at all still takes part (its
+  // gradients count as zeros).
+  if (batch.size() == 0) return micro;
+  model::MaskRCNNTargets targets = engine::batchTargets(batch, options_.with_masks);
+  for (const dataset::ImageMeta& m : batch.meta)
+    targets.sample_keys.push_back(sampleKey(options_.seed, batch.epoch, m.source_index));
+  const c10::Device& device = options_.device;
+  for (auto& t : targets.boxes) t = t.to(device);
+  for (auto& t : targets.labels) t = t.to(device);
+  for (auto& t : targets.masks) t = t.to(device);
+  {
+    AutocastScope autocast(options_.amp, device.type(), options_.amp_dtype);
+    losses = net_.losses(engine::batchImages(batch).to(device), engine::batchSizes(batch), targets);
+  }
+  micro.report = reportOf(losses);
+  return micro;
+}
+
+void Trainer::runStep() {
+  StepLosses sum;
+  uint64_t images = 0;
+  state_.data_wait = 0;
+  const double share = 1.0 / options_.accumulation;
+  for (uint32_t micro_index = 0; micro_index < options_.accumulation; ++micro_index) {
+    const auto wait_start = Clock::now();
+    std::optional<dataset::Batch> batch = loader_.next();
+    state_.data_wait += std::chrono::duration<double>(Clock::now() - wait_start).count();
+    if (!batch) throw TrainError("training_failed", "the training data ended", engine::kExitFailed);
+    each([&](TrainHook& h) { h.afterBatch(state_, *batch); });
+
+    model::MaskRCNNLosses losses;
+    MicroBatch micro = forward(*batch, losses);
+    state_.stop_requested = state_.stop_requested || StopSignal::requested();
+    each([&](TrainHook& h) { h.beforeBackward(state_, micro); });
+    if (const char* bad = nonFinite(micro.report)) {
+      throw TrainError("nan_loss",
+                       "the " + std::string(bad) + " loss is not finite at step " +
+                           std::to_string(state_.step + 1) +
+                           "; training stopped, the last good checkpoint is kept (lower "
+                           "init_learning_rate or enable global_gradient_clip_ratio)",
+                       engine::kExitFailed);
+    }
+    if (losses.total.defined()) scaler_.scaleLoss(losses.total * share).backward();
+    accumulate(sum, micro.report, share);
+    images += micro.images;
+    state_.epoch = batch->epoch;
+    state_.position = batch->position;
+  }
+  state_.losses = sum;
+  state_.images = images;
+  each([&](TrainHook& h) { h.afterBackward(state_); });
+  const StepResult result = solver_.step(state_.lr, scaler_.enabled() ? &scaler_ : nullptr);
+  if (!result.finite && !scaler_.enabled()) {
+    throw TrainError("nan_loss",
+                     "the gradients are not finite at step " + std::to_string(state_.step + 1) +
+                         "; training stopped, the last good checkpoint is kept",
+                     engine::kExitFailed);
+  }
+}
+
+}  // namespace mrcnn::train
