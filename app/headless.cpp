@@ -69,6 +69,7 @@ constexpr const char* kUsage =
     "data-parallel training (one engine process a rank, PyTorch's c10d: Gloo on the CPU,\n"
     "NCCL on GPUs): --nproc-per-node N [--nnodes M --node-rank R --master-addr A "
     "--master-port P]\n"
+    "--raw-events: rank 0's JSON event lines as they are (for programs, the GUI), not rendered\n"
     "tasks: train (default), validate, evaluate, inference, dataset_convert, prune, export\n";
 
 // The launcher's own options (not passed to the engine).
@@ -85,8 +86,13 @@ int runHeadless(const std::vector<std::string>& args, const std::string& self) {
   std::string spec_path;
   std::vector<std::string> overrides;
   RankLayout layout;
+  bool raw_events = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
+    if (a == "--raw-events") {
+      raw_events = true;
+      continue;
+    }
     if (a == "--help" || a == "-h") {
       std::cout << kUsage;
       return 0;
@@ -167,9 +173,15 @@ int runHeadless(const std::vector<std::string>& args, const std::string& self) {
   argv.insert(argv.end(), engine_args.begin(), engine_args.end());
   std::cout.flush();
   EventRenderer renderer(renderOptions(spec_path, overrides));
-  const LaunchReport report =
-      launchRanks(argv, layout, [&](std::string_view line) { put(renderer.line(line)); });
-  put(renderer.finish(report.exit_code));
+  const LaunchReport report = launchRanks(argv, layout, [&](std::string_view line) {
+    if (!raw_events) {
+      put(renderer.line(line));
+      return;
+    }
+    put(line);
+    put("\n");
+  });
+  if (!raw_events) put(renderer.finish(report.exit_code));
   if (!report.failure.empty() && (layout.distributed() || report.exit_code > 128))
     std::cerr << "mrcnn-workbench: " << report.failure << '\n';
   return report.exit_code;

@@ -3,6 +3,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -118,6 +119,10 @@ LaunchReport launchRanks(const std::vector<std::string>& argv_in, const RankLayo
       break;
     }
     if (pid == 0) {
+      // An engine never outlives its launcher (killed by SIGKILL, say): no rank is left
+      // waiting on a collective for minutes.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() == 1) ::_exit(1);
       if (i == 0) {
         ::dup2(out_pipe[1], STDOUT_FILENO);
       }

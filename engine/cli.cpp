@@ -26,14 +26,19 @@ constexpr const char* kUsage =
     "                    [--include-mask true|false]\n"
     "       mrcnn-engine --spec SPEC --task dataset_convert [--run-dir DIR]\n"
     "                    (the spec's train and val sets into RUN_DIR/shards)\n"
-    "tasks: train (default), validate, evaluate, inference, dataset_convert, prune, export\n";
+    "       mrcnn-engine --spec SPEC --task benchmark [--mode train|inference] [--steps N]\n"
+    "                    (synthetic batches of the spec's image size and model)\n"
+    "data-parallel: started by torchrun, SLURM or mrcnn-workbench --nproc-per-node, the\n"
+    "engine joins their process group (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT)\n"
+    "tasks: train (default), validate, evaluate, inference, dataset_convert, benchmark, prune,\n"
+    "       export\n";
 
 // Options that take a value; --set may be repeated.
 const std::set<std::string> kValueOptions = {
     "--spec",    "--task",       "--run-dir",     "--set",       "--annotations",
     "--results", "--iou-type",   "--metrics-out", "--image-dir", "--output-dir",
     "--tag",     "--num-shards", "--include-mask", "--images", "--out",
-    "--checkpoint", "--overlay-threshold"};
+    "--checkpoint", "--overlay-threshold", "--mode", "--steps"};
 
 }  // namespace
 
@@ -148,6 +153,24 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
   if (task == "train") return runTrain(options, out, err);
   if (task == "evaluate") return runEvaluate(options, out, err);
   if (task == "dataset_convert") return runDatasetConvertFromSpec(options, out, err);
+  if (task == "benchmark") {
+    BenchmarkOptions bench;
+    if (values.count("--mode")) bench.mode = get("--mode");
+    if (bench.mode != "train" && bench.mode != "inference") {
+      err << "mrcnn-engine: --mode " << bench.mode << ": use train or inference\n";
+      return kExitUsage;
+    }
+    if (values.count("--steps")) {
+      const std::string text = get("--steps");
+      if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos ||
+          text.size() > 9 || std::stoul(text) == 0) {
+        err << "mrcnn-engine: --steps " << text << ": a whole number from 1\n";
+        return kExitUsage;
+      }
+      bench.steps = std::stoul(text);
+    }
+    return runBenchmark(options, bench, out, err);
+  }
   if (task == "inference") {
     InferenceOptions inference;
     inference.images = get("--images");

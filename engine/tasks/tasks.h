@@ -84,4 +84,15 @@ int runDatasetConvert(const DatasetConvertOptions& options, std::ostream& out, s
 // warnings and report files), a warning per kind of problem, done naming the output folder.
 int runDatasetConvertFromSpec(const TaskOptions& options, std::ostream& out, std::ostream& err);
 
+struct BenchmarkOptions {
+  std::string mode = "train";  // train or inference
+  uint64_t steps = 20;         // timed steps (after a few warm-up steps)
+};
+
+// The fake-data benchmark: synthetic batches of the spec's image size and model, training
+// steps (with the gradient all-reduce of a data-parallel job) or inference; reports the global
+// images/s and step-time percentiles as events. No data, no run directory.
+int runBenchmark(const TaskOptions& options, const BenchmarkOptions& bench, std::ostream& out,
+                 std::ostream& err);
+
 }  // namespace mrcnn::engine

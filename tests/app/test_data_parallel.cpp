@@ -22,7 +22,9 @@
 #include <ATen/ATen.h>
 #include <signal.h>
 
+#include <QCoreApplication>
 #include <QDir>
+#include <QFileInfo>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QProcess>
@@ -133,6 +135,18 @@ std::vector<double> totals(const QString& run_dir) {
   return out;
 }
 
+// The eval events of a run's events.jsonl.
+std::vector<mrcnn::events::Event> evalEvents(const QString& run_dir) {
+  std::vector<mrcnn::events::Event> out;
+  QFile f(run_dir + "/events.jsonl");
+  if (!f.open(QIODevice::ReadOnly)) return out;
+  for (const QByteArray& line : f.readAll().split('\n')) {
+    const auto e = mrcnn::events::parseJsonLine(line.toStdString());
+    if (e && e->type() == "eval") out.push_back(*e);
+  }
+  return out;
+}
+
 // Engine processes whose parent is `pid`.
 QList<int> childrenOf(qint64 pid) {
   QList<int> out;
@@ -201,6 +215,66 @@ class TestDataParallel : public QObject {
     QVERIFY2(alone.exit_code != 0, qPrintable(alone.out.right(2000)));
     QVERIFY2(alone.out.contains("replica") || alone.err.contains("replica"),
              qPrintable(alone.err + alone.out.right(2000)));
+  }
+
+  // A finished one-process run evaluated again by 2 ranks (a resume with nothing left to
+  // train evaluates at the end): each rank runs every other of 5 images, rank 0 gathers the
+  // detections in file order and evaluates once, to the same numbers.
+  void shardedEvaluationEqualsOneRank() {
+    const QString run_dir = dir_.filePath("eval");
+    QStringList args = trainArgs(run_dir, data_, 1, 2);
+    args << "--set" << "data_config.shapes_dataset.val_images=5" << "--set"
+         << "data_config.shapes_dataset.root=" + dir_.filePath("shapes5");
+    const Run one = run(workbench_, args);
+    QVERIFY2(one.exit_code == 0, qPrintable(one.err));
+    const Run two = run(workbench_, QStringList{"--nproc-per-node", "2"} + args);
+    QVERIFY2(two.exit_code == 0, qPrintable(two.err + two.out.right(2000)));
+    const auto evals = evalEvents(run_dir);
+    QCOMPARE(evals.size(), size_t{2});
+    QCOMPARE(evals[0].images(), uint64_t{5});
+    QCOMPARE(evals[1].images(), uint64_t{5});
+    QCOMPARE(evals[1].bbox().stats_size(), 12);
+    for (int i = 0; i < 12; ++i) {
+      QCOMPARE(evals[1].bbox().stats(i), evals[0].bbox().stats(i));
+      QCOMPARE(evals[1].segm().stats(i), evals[0].segm().stats(i));
+    }
+  }
+
+  // torchrun starts the engine itself (its agent hosts the rendezvous store), and two
+  // launchers act as two machines of one rank each on loopback.
+  void torchrunAndTwoNodes() {
+    const QString torchrun = QFileInfo(qEnvironmentVariable("MRCNN_PYTHON")).dir().filePath("torchrun");
+    if (!QFile::exists(torchrun)) QSKIP("no torchrun beside MRCNN_PYTHON");
+    const QString by_torchrun = dir_.filePath("torchrun");
+    QStringList args = QStringList{"--standalone", "--nproc-per-node", "2", "--no-python", engine_,
+                                   "--spec", sourceDir() + "/specs/shapes_resnet18.txt",
+                                   "--run-dir", by_torchrun} +
+                       sets(data_, 1, 2);
+    const Run t = run(torchrun, args);
+    QVERIFY2(t.exit_code == 0, qPrintable(t.err.right(3000)));
+    QFile log(by_torchrun + "/log.txt");
+    QVERIFY(log.open(QIODevice::ReadOnly));
+    const QString text = QString::fromUtf8(log.readAll());
+    QVERIFY2(text.contains("rank 0 of 2 (gloo, launcher torchrun"), qPrintable(text.left(3000)));
+
+    const QString nodes = dir_.filePath("nodes");
+    const QString port = QString::number(20000 + QCoreApplication::applicationPid() % 20000);
+    const QStringList common = {"--nnodes", "2", "--nproc-per-node", "1", "--master-addr",
+                                "127.0.0.1", "--master-port", port};
+    QProcess second;
+    second.setProcessChannelMode(QProcess::ForwardedErrorChannel);
+    second.start(workbench_, common + QStringList{"--node-rank", "1"} +
+                                 trainArgs(nodes, data_, 1, 2));
+    QVERIFY(second.waitForStarted(30000));
+    const Run first = run(workbench_, common + QStringList{"--node-rank", "0"} +
+                                          trainArgs(nodes, data_, 1, 2));
+    QVERIFY(second.waitForFinished(300000));
+    QVERIFY2(first.exit_code == 0, qPrintable(first.err.right(3000)));
+    QCOMPARE(second.exitCode(), 0);
+    QFile node_log(nodes + "/log.txt");
+    QVERIFY(node_log.open(QIODevice::ReadOnly));
+    QVERIFY(QString::fromUtf8(node_log.readAll()).contains("rank 0 of 2 (gloo"));
+    QCOMPARE(last(nodes).step, uint64_t{2});
   }
 
   void aKilledRankEndsTheRunWhichThenResumes() {

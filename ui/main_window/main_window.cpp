@@ -26,6 +26,7 @@
 #include "ui/main_window/recent_panel.h"
 #include "ui/main_window/versions.h"
 #include "ui/predictions/prediction_view.h"
+#include "ui/run_monitor/process_count_box.h"
 #include "ui/run_monitor/run_model.h"
 #include "ui/run_monitor/runs_view.h"
 #include "ui/spec_editor/problems_view.h"
@@ -249,6 +250,7 @@ void MainWindow::createActions() {
   bar->addAction(redo);
   bar->addSeparator();
   bar->addAction(run);
+  bar->addWidget(new ProcessCountBox(runs_, bar));
 }
 
 void MainWindow::showView(View which) {

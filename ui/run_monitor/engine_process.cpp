@@ -40,6 +40,12 @@ QString EngineProcess::enginePath() {
   return QDir(QCoreApplication::applicationDirPath()).filePath("mrcnn-engine");
 }
 
+QString EngineProcess::launcherPath() {
+  const QString env = QProcessEnvironment::systemEnvironment().value("MRCNN_WORKBENCH");
+  if (!env.isEmpty()) return env;
+  return QFileInfo(enginePath()).dir().filePath("mrcnn-workbench");
+}
+
 QStringList EngineProcess::arguments(const Options& options) {
   QStringList args;
   if (!options.spec_path.isEmpty()) args << "--spec" << options.spec_path;
@@ -50,6 +56,14 @@ QStringList EngineProcess::arguments(const Options& options) {
   return args;
 }
 
+EngineProcess::Command EngineProcess::command(const Options& options) {
+  if (options.nproc_per_node <= 1) return {enginePath(), arguments(options)};
+  // --raw-events: the launcher would otherwise render the events for a terminal.
+  return {launcherPath(), QStringList{"--headless", "--raw-events", "--nproc-per-node",
+                                      QString::number(options.nproc_per_node)} +
+                              arguments(options)};
+}
+
 bool EngineProcess::start(const Options& options) {
   if (isRunning()) return false;
   options_ = options;
@@ -58,9 +72,9 @@ bool EngineProcess::start(const Options& options) {
   stdout_buffer_.clear();
   stderr_buffer_.clear();
   model_->setLaunching();
-  const QString program = enginePath();
-  model_->appendLog(QStringLiteral("$ %1 %2").arg(program, arguments(options).join(' ')));
-  process_.start(program, arguments(options));
+  const Command command = EngineProcess::command(options);
+  model_->appendLog(QStringLiteral("$ %1 %2").arg(command.program, command.arguments.join(' ')));
+  process_.start(command.program, command.arguments);
   emit modelChanged();
   return true;
 }
@@ -132,9 +146,13 @@ void EngineProcess::onFinished(int exit_code, QProcess::ExitStatus status) {
 void EngineProcess::onError(QProcess::ProcessError error) {
   if (error != QProcess::FailedToStart || finish_reported_) return;
   finish_reported_ = true;
+  // A data-parallel run starts the launcher, which has a variable of its own.
+  const bool launcher = options_.nproc_per_node > 1;
   model_->setStartFailure(
-      QStringLiteral("cannot start the engine %1: %2 (set MRCNN_ENGINE to its path)")
-          .arg(process_.program(), process_.errorString()));
+      QStringLiteral("cannot start the %1 %2: %3 (set %4 to its path)")
+          .arg(launcher ? QStringLiteral("launcher") : QStringLiteral("engine"), process_.program(),
+               process_.errorString(),
+               launcher ? QStringLiteral("MRCNN_WORKBENCH") : QStringLiteral("MRCNN_ENGINE")));
   emit modelChanged();
   emit finished();
 }

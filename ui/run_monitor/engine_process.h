@@ -3,6 +3,11 @@
 // intact. Stdout is read line by line as events; stderr (and stdout that is not an event) goes
 // to the run's log. Stop asks for a graceful stop (SIGINT: the engine finishes its step,
 // writes a checkpoint and says `done stopped`); a second Stop kills it.
+//
+// A data-parallel training run (nproc_per_node > 1) runs the workbench's headless launcher
+// instead (mrcnn-workbench --headless --raw-events --nproc-per-node N), which starts the
+// ranks, passes rank 0's events through unchanged, forwards SIGINT to every rank and takes
+// them with it when killed: to this class it is one engine.
 #pragma once
 
 #include <QByteArray>
@@ -23,7 +28,14 @@ class EngineProcess : public QObject {
     QString spec_path;
     QString task = QStringLiteral("train");
     QString run_dir;
-    QStringList overrides;  // "path.to.field=value", each passed as --set
+    QStringList overrides;   // "path.to.field=value", each passed as --set
+    int nproc_per_node = 1;  // engine processes (ranks) on this machine; > 1 runs the launcher
+  };
+
+  // What start() runs: a program and its arguments.
+  struct Command {
+    QString program;
+    QStringList arguments;
   };
 
   // `model` is not owned and must outlive the process object.
@@ -32,12 +44,20 @@ class EngineProcess : public QObject {
 
   // The engine binary: $MRCNN_ENGINE, else mrcnn-engine beside this executable.
   static QString enginePath();
+  // The launcher of data-parallel runs: $MRCNN_WORKBENCH, else mrcnn-workbench beside
+  // enginePath().
+  static QString launcherPath();
+  // The engine's arguments (--spec, --task, --run-dir, --set...).
   static QStringList arguments(const Options& options);
+  // The engine with arguments(), or for nproc_per_node > 1 the launcher with
+  // --headless --raw-events --nproc-per-node N before them. Starts nothing.
+  static Command command(const Options& options);
 
   // Starts the engine; false when it is already running. Start failures are reported through
   // the model (status Crashed with the reason) and finished().
   bool start(const Options& options);
-  // `--task train` again on the same run directory: the engine resumes from its last checkpoint.
+  // `--task train` again on the same run directory: the engine resumes from its last checkpoint,
+  // with as many processes as before.
   bool resume();
   // First call: SIGINT (graceful). Second call while it still runs: SIGKILL.
   void stop();

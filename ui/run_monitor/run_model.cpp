@@ -171,6 +171,7 @@ void RunModel::addEvent(const events::Event& e) {
     summary_.clear();
     task_ = text(e.task());
     device_ = text(e.device());
+    world_size_ = std::max(1, static_cast<int>(e.world_size()));
     if (!e.spec_path().empty()) spec_path_ = text(e.spec_path());
     if (!e.run_dir().empty()) run_dir_ = text(e.run_dir());
     total_steps_ = static_cast<double>(e.total_steps());

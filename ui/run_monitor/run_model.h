@@ -108,6 +108,8 @@ class RunModel {
   RunStatus status() const { return status_; }
   QString task() const { return task_; }
   QString device() const { return device_; }
+  // Processes the last start event named (data-parallel ranks; 1 when not distributed).
+  int worldSize() const { return world_size_; }
   QString specPath() const { return spec_path_; }
   QString runDir() const { return run_dir_; }
   double step() const { return step_; }
@@ -146,6 +148,7 @@ class RunModel {
   bool done_seen_ = false;
   QString done_status_;
   QString task_, device_, spec_path_, run_dir_;
+  int world_size_ = 1;
   double step_ = 0, total_steps_ = 0;
   double eta_seconds_ = -1;
   // For the rate estimate when the engine gives no ETA.

@@ -382,6 +382,7 @@ void RunsView::startRun(const QString& specPath, const QString& task, const QStr
   options.task = task.isEmpty() ? QStringLiteral("train") : task;
   options.run_dir = dir;
   options.overrides = overrides;
+  if (options.task == QLatin1String("train")) options.nproc_per_node = train_processes_;
   ensureProcess(run)->start(options);
   selectRows({row});
   emit runStarted(dir);
@@ -490,6 +491,7 @@ void RunsView::resumeCurrent() {
     options.run_dir = run.dir;
     options.task = QStringLiteral("train");
     options.spec_path = QDir(run.dir).filePath("spec.txt");
+    options.nproc_per_node = run.model.worldSize();  // from its last start event
     ensureProcess(run)->start(options);
   }
   emit runStarted(run.dir);
@@ -633,6 +635,13 @@ void RunsView::updateCurrentPanel(bool full_log) {
     shown_log_lines_ = static_cast<int>(lines.size());
     if (at_end) bar->setValue(bar->maximum());
   }
+}
+
+void RunsView::setTrainProcesses(int count) {
+  count = std::max(1, count);
+  if (count == train_processes_) return;
+  train_processes_ = count;
+  emit trainProcessesChanged(count);
 }
 
 void RunsView::setSmoothing(double weight) {

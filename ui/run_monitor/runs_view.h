@@ -64,6 +64,11 @@ class RunsView : public QWidget {
   // Times the plots were redrawn because runs changed (a test watches the throttle).
   int replotCount() const { return replot_count_; }
 
+  // The engine processes a training run started here uses (data-parallel ranks, see
+  // EngineProcess::Options::nproc_per_node; ProcessCountBox sets it). Other tasks run one.
+  void setTrainProcesses(int count);  // at least 1
+  int trainProcesses() const { return train_processes_; }
+
   void setSmoothing(double weight);  // 0..0.99
   double smoothing() const { return smoothing_; }
   void setLogScale(bool on);
@@ -85,13 +90,15 @@ class RunsView : public QWidget {
  public slots:
   // Runs `mrcnn-engine --spec specPath --task task --run-dir runDir [--set o]...` and follows
   // it. A run directory that already has events (train resuming) shows its earlier curves too.
-  // Resume passes the same overrides again (the spec as run already holds them).
+  // Resume passes the same overrides again (the spec as run already holds them). `train`
+  // runs trainProcesses() processes.
   void startRun(const QString& specPath, const QString& task, const QString& runDir,
                 const QStringList& overrides = {});
   // Reopens a run from <runDir>/events.jsonl (a warning per bad line goes to its log).
   void openRun(const QString& runDir);
-  void stopCurrent();    // graceful stop; a second call kills
-  void resumeCurrent();  // --task train again on the current run's directory
+  void stopCurrent();  // graceful stop; a second call kills
+  // --task train again on the current run's directory, with the processes it ran with.
+  void resumeCurrent();
   // Asks every running engine to stop gracefully; those still running after `timeoutMs` are
   // killed. allEnginesStopped() follows once none runs (at once when none was running).
   void stopAll(int timeoutMs);
@@ -103,6 +110,7 @@ class RunsView : public QWidget {
   void runFinished(const QString& runDir);
   void runOpened(const QString& runDir);
   void allEnginesStopped();
+  void trainProcessesChanged(int count);
 
  protected:
   void changeEvent(QEvent* event) override;
@@ -153,6 +161,7 @@ class RunsView : public QWidget {
   bool selection_dirty_ = false;
   int replot_count_ = 0;
   double smoothing_ = 0.6;
+  int train_processes_ = 1;
 };
 
 }  // namespace mrcnn::ui

@@ -2,15 +2,18 @@
 // tests/ui/run_monitor/fake_engine.sh: an engine that crashes, is killed, ends without a done
 // event or cannot start is reported as such; Stop sends SIGINT and the run shows stopped,
 // Resume continues it in the same directory; a second Stop kills an engine that ignores the
-// first.
+// first. A data-parallel training run (the Processes box above 1) runs the workbench's
+// launcher in the engine's place, and keeps its number of processes when resumed.
 #include <signal.h>
 
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include "tests/ui/run_monitor/test_lines.h"
 #include "ui/run_monitor/engine_process.h"
+#include "ui/run_monitor/process_count_box.h"
 #include "ui/run_monitor/run_model.h"
 #include "ui/run_monitor/runs_view.h"
 
@@ -158,6 +161,123 @@ class EngineProcessTest : public QObject {
     QCOMPARE(args[1],
              QStringLiteral("--spec %1/spec.txt --task train --run-dir %1").arg(dir.path()));
     qunsetenv("FAKE_ENGINE_ARGS");
+  }
+
+  // One process runs the engine as before; two run the launcher (beside the engine unless
+  // $MRCNN_WORKBENCH says otherwise) with the engine's arguments after its own, rank 0's
+  // events unrendered. Guards against a data-parallel run started as one engine, or the
+  // launcher rendering events the monitor cannot read.
+  void commandForOneAndTwoProcesses() {
+    qputenv("MRCNN_ENGINE", "/opt/mrcnn/bin/mrcnn-engine");
+    qunsetenv("MRCNN_WORKBENCH");
+    EngineProcess::Options o{"/specs/a.txt", "train", "/runs/a", {"solver.lr=0.02"}};
+    const QStringList engine_args = {"--spec",    "/specs/a.txt", "--task", "train",
+                                     "--run-dir", "/runs/a",      "--set",  "solver.lr=0.02"};
+    EngineProcess::Command one = EngineProcess::command(o);
+    QCOMPARE(one.program, QString("/opt/mrcnn/bin/mrcnn-engine"));
+    QCOMPARE(one.arguments, engine_args);
+
+    o.nproc_per_node = 2;
+    const EngineProcess::Command two = EngineProcess::command(o);
+    QCOMPARE(two.program, QString("/opt/mrcnn/bin/mrcnn-workbench"));
+    QCOMPARE(two.arguments,
+             QStringList({"--headless", "--raw-events", "--nproc-per-node", "2"}) + engine_args);
+    QCOMPARE(EngineProcess::arguments(o), engine_args);  // the engine's part is unchanged
+
+    qputenv("MRCNN_WORKBENCH", "/elsewhere/mrcnn-workbench");
+    QCOMPARE(EngineProcess::command(o).program, QString("/elsewhere/mrcnn-workbench"));
+    qunsetenv("MRCNN_WORKBENCH");
+    qputenv("MRCNN_ENGINE", MRCNN_FAKE_ENGINE);
+  }
+
+  // The Processes box sets how many processes a train run gets; the launcher runs it (the
+  // fake engine stands in for it and records its arguments), Resume keeps the number, and an
+  // evaluation on the same setting still runs one engine.
+  void processesBoxSetsTrainRuns() {
+    QTemporaryDir dir;
+    const QString args_file = dir.filePath("args.txt");
+    qputenv("FAKE_ENGINE_ARGS", args_file.toUtf8());
+    qputenv("MRCNN_WORKBENCH", MRCNN_FAKE_ENGINE);
+    qputenv("FAKE_ENGINE_MODE", "stop");
+    RunsView view;
+    ProcessCountBox box(&view);
+    QCOMPARE(box.spinBox()->value(), 1);  // one process unless asked
+    box.spinBox()->setMaximum(4);         // whatever this machine has
+    box.spinBox()->setValue(2);
+    QCOMPARE(view.trainProcesses(), 2);
+
+    const QString train_dir = dir.filePath("train");
+    view.startRun("spec.txt", "train", train_dir);
+    QCOMPARE(view.engine(0)->options().nproc_per_node, 2);
+    QTRY_VERIFY_WITH_TIMEOUT(view.run(0)->step() >= 1, 10000);
+    QSignalSpy finished(&view, &RunsView::runFinished);
+    view.stopCurrent();
+    QVERIFY(finished.count() > 0 || finished.wait(10000));
+    view.refreshNow();
+    QCOMPARE(view.run(0)->status(), RunStatus::Stopped);
+    QVERIFY(view.resumeEnabled());
+    box.spinBox()->setValue(1);  // a new setting is for new runs, not for this one
+    view.resumeCurrent();
+    QCOMPARE(view.engine(0)->options().nproc_per_node, 2);
+    QTRY_VERIFY_WITH_TIMEOUT(view.run(0)->status() == RunStatus::Running, 10000);
+    view.stopCurrent();
+    QTRY_COMPARE_WITH_TIMEOUT(view.run(0)->status(), RunStatus::Stopped, 10000);
+
+    box.spinBox()->setValue(2);
+    qputenv("FAKE_ENGINE_MODE", "silent");
+    QSignalSpy eval_finished(&view, &RunsView::runFinished);
+    view.startRun("spec.txt", "evaluate", dir.filePath("eval"));
+    QCOMPARE(view.engine(1)->options().nproc_per_node, 1);
+    QVERIFY(eval_finished.wait(10000));
+
+    const QStringList args = readLines(args_file);
+    QCOMPARE(args.size(), 3);
+    const QString launcher = "--headless --raw-events --nproc-per-node 2 ";
+    QCOMPARE(args[0],
+             launcher + QString("--spec spec.txt --task train --run-dir %1").arg(train_dir));
+    QCOMPARE(args[1], args[0]);  // the fake engine writes no spec.txt to resume from
+    QCOMPARE(args[2],
+             QString("--spec spec.txt --task evaluate --run-dir %1").arg(dir.filePath("eval")));
+    const QString train_log = view.run(0)->log().join('\n');
+    QVERIFY2(
+        train_log.contains("$ " MRCNN_FAKE_ENGINE " --headless --raw-events"),
+        qPrintable(
+            train_log));  // the command shown is the one run  // the command shown is the one run
+    qunsetenv("MRCNN_WORKBENCH");
+    qunsetenv("FAKE_ENGINE_ARGS");
+  }
+
+  // A run reopened from its events.jsonl resumes with the processes its start event names.
+  void reopenedRunResumesWithItsProcesses() {
+    QTemporaryDir dir;
+    writeLines(dir.filePath("events.jsonl"),
+               {J("{'v':1,'type':'start','time':1,'task':'train','worldSize':2,'totalSteps':100}"),
+                J("{'v':1,'type':'progress','time':2,'step':5,'losses':{'total':1.0}}"),
+                J("{'v':1,'type':'done','time':3,'status':'stopped'}")});
+    writeLines(dir.filePath("spec.txt"), {"num_epochs: 1"});
+    qputenv("MRCNN_WORKBENCH", MRCNN_FAKE_ENGINE);
+    qputenv("FAKE_ENGINE_MODE", "silent");
+    RunsView view;
+    view.openRun(dir.path());
+    QCOMPARE(view.run(0)->worldSize(), 2);
+    QSignalSpy finished(&view, &RunsView::runFinished);
+    view.resumeCurrent();
+    QVERIFY(view.engine(0));
+    QCOMPARE(view.engine(0)->options().nproc_per_node, 2);
+    QVERIFY(finished.wait(10000));
+    qunsetenv("MRCNN_WORKBENCH");
+  }
+
+  // CUDA_VISIBLE_DEVICES limits the GPUs offered as CUDA reads it: up to its first invalid
+  // entry, never more than the driver has.
+  void gpuCountFollowsCudaVisibleDevices() {
+    QCOMPARE(ProcessCountBox::visibleGpus(4, std::nullopt), 4);
+    QCOMPARE(ProcessCountBox::visibleGpus(4, QString("0,2")), 2);
+    QCOMPARE(ProcessCountBox::visibleGpus(4, QString("")), 0);
+    QCOMPARE(ProcessCountBox::visibleGpus(4, QString("1,-1,2")), 1);
+    QCOMPARE(ProcessCountBox::visibleGpus(2, QString("0,1,2,3")), 2);
+    QCOMPARE(ProcessCountBox::visibleGpus(0, QString("0")), 0);
+    QVERIFY(ProcessCountBox::processLimit() >= 1);
   }
 
   // An engine that ignores the graceful stop: the second Stop kills it.

@@ -1,0 +1,228 @@
+// The fake-data benchmark (the reference scripts' use_fake_data): synthetic batches of the
+// spec's image size through the spec's model, training steps (forward, backward, gradient
+// all-reduce across the ranks of a data-parallel job, optimizer step) or inference, with no
+// data loading at all. Reports the global images/s and the step time's percentiles.
+#include <ATen/ATen.h>
+#include <torch/cuda.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+#if defined(MRCNN_TORCH_HAS_CUDA)
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
+
+#include "engine/data_setup.h"
+#include "engine/device.h"
+#include "engine/dist/data_parallel.h"
+#include "engine/dist/launch_env.h"
+#include "engine/dist/process_group.h"
+#include "engine/exit_codes.h"
+#include "engine/model_config.h"
+#include "engine/tasks/task_common.h"
+#include "engine/tasks/tasks.h"
+#include "engine/train/autocast_scope.h"
+#include "engine/train/event_writer.h"
+#include "engine/train/solver.h"
+
+namespace mrcnn::engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct FakeBatch {
+  at::Tensor images;
+  model::ImageSizes sizes;
+  model::MaskRCNNTargets targets;
+};
+
+// `count` images of height x width, normalised noise, each with three boxes of random classes
+// and their filled-rectangle masks.
+FakeBatch fakeBatch(int64_t count, int64_t height, int64_t width, int64_t classes,
+                    const c10::Device& device, bool with_masks) {
+  FakeBatch b;
+  b.images = at::randn({count, 3, height, width}).to(device);
+  b.sizes.padded = {height, width};
+  for (int64_t i = 0; i < count; ++i) {
+    b.sizes.images.push_back({height, width});
+    std::vector<float> boxes;
+    at::Tensor masks = at::zeros({3, height, width}, at::kByte);
+    for (int64_t k = 0; k < 3; ++k) {
+      const float x0 = static_cast<float>(width) * (0.05f + 0.25f * static_cast<float>(k));
+      const float y0 = static_cast<float>(height) * (0.1f + 0.2f * static_cast<float>(k));
+      const float x1 = std::min(static_cast<float>(width) - 1, x0 + static_cast<float>(width) * 0.3f);
+      const float y1 = std::min(static_cast<float>(height) - 1, y0 + static_cast<float>(height) * 0.35f);
+      boxes.insert(boxes.end(), {x0, y0, x1, y1});
+      masks[k].slice(0, static_cast<int64_t>(y0), static_cast<int64_t>(y1))
+          .slice(1, static_cast<int64_t>(x0), static_cast<int64_t>(x1))
+          .fill_(1);
+    }
+    b.targets.boxes.push_back(at::tensor(boxes).view({3, 4}).to(device));
+    b.targets.labels.push_back((at::arange(3, at::kLong) % std::max<int64_t>(1, classes - 1) + 1).to(device));
+    if (with_masks) b.targets.masks.push_back(masks.to(device));
+  }
+  return b;
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const auto i = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+double peakResidentMiB() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int runBenchmark(const TaskOptions& options, const BenchmarkOptions& bench, std::ostream& out,
+                 std::ostream& err) {
+  const std::optional<spec::LoadedSpec> maybe = loadSpecReporting(options, err);
+  if (!maybe) return kExitBadSpec;
+  const spec::Experiment& s = maybe->spec;
+  const dist::LaunchEnvResult launch = dist::readLaunchEnv();
+  if (!launch.env) {
+    err << "error: data-parallel launch environment: " << launch.error << '\n';
+    return kExitUsage;
+  }
+  const dist::LaunchEnv& env = *launch.env;
+  train::EventWriterOptions writer_options;
+  writer_options.rank = env.rank;
+  if (env.rank != 0) writer_options.stdout_fd = -1;
+  writer_options.text_log = false;
+  out.flush();
+  train::EventWriter events(writer_options);
+  const auto started = Clock::now();
+  const auto fail = [&](const std::string& code, const std::string& message, int exit_code) {
+    err << "error: " << message << '\n';
+    events.write(train::errorEvent(code, message, static_cast<uint32_t>(exit_code)));
+    events.write(train::doneEvent("failed", message, 0));
+    return exit_code;
+  };
+  DeviceChoice choice = chooseDevice(s.device(), runtimeInfo());
+  if (!choice.ok) return fail("bad_device", choice.error, kExitBadSpec);
+  if (env.distributed() && choice.name.starts_with("cuda"))
+    choice.name = "cuda:" + std::to_string(env.local_rank);
+  const c10::Device device(choice.name);
+  const bool training = bench.mode == "train";
+  const uint64_t steps = bench.steps;
+  const uint64_t warmup = std::max<uint64_t>(2, steps / 10);
+
+  try {
+    std::unique_ptr<dist::ProcessGroup> group;
+    if (env.distributed()) {
+      group = dist::ProcessGroup::join(
+          env, device, std::chrono::seconds(std::max<uint32_t>(1, s.dist_timeout_seconds())));
+    }
+    at::manual_seed(s.seed());
+    model::MaskRCNN net(modelOptionsFromSpec(s, maybe->resolved));
+    net->to(device);
+    const dataset::LoaderOptions lo = loaderOptionsFromSpec(*maybe, training);
+    const int64_t height = lo.resize_mode == dataset::ResizeMode::kFixed ? lo.image_height : lo.min_size;
+    const int64_t width = lo.resize_mode == dataset::ResizeMode::kFixed ? lo.image_width : lo.max_size;
+    const int64_t batch = training ? s.train_batch_size() : s.eval_batch_size();
+    const bool masks = s.maskrcnn_config().include_mask();
+    events.write(train::startEvent("benchmark", options.spec_path.string(), "", choice.name,
+                                   static_cast<uint32_t>(env.world_size), steps, 0, MRCNN_VERSION));
+    std::ostringstream what;
+    what << bench.mode << ", batch " << batch << " of " << height << "x" << width << " per rank, "
+         << env.world_size << " rank(s), " << warmup << " warm-up + " << steps << " timed steps";
+    events.write(train::logEvent("benchmark: " + what.str()));
+
+    FakeBatch data = fakeBatch(batch, height, width, s.data_config().num_classes(), device, masks);
+    std::unique_ptr<train::Solver> solver;
+    std::unique_ptr<dist::DataParallel> parallel;
+    if (training) {
+      net->train();
+      solver = std::make_unique<train::Solver>(train::Solver::trainableParameters(*net),
+                                               train::solverOptionsFromSpec(s));
+      if (group) {
+        parallel = std::make_unique<dist::DataParallel>(
+            *group, train::Solver::trainableParameters(*net),
+            std::vector<std::pair<std::string, at::Tensor>>{}, s.dist_bucket_mib());
+        parallel->broadcastWeights();
+      }
+    } else {
+      net->prepareForInference();
+    }
+    const bool amp = s.use_amp();
+    const at::ScalarType amp_dtype = s.amp_dtype() == "bf16" ? at::kBFloat16 : at::kHalf;
+    const auto sync = [&] {
+      if (device.is_cuda()) torch::cuda::synchronize(device.index());
+    };
+    std::vector<double> times;
+    for (uint64_t i = 0; i < warmup + steps; ++i) {
+      sync();
+      const auto t0 = Clock::now();
+      if (training) {
+        model::MaskRCNNLosses losses;
+        {
+          train::AutocastScope autocast(amp, device.type(), amp_dtype);
+          losses = net->losses(data.images, data.sizes, data.targets);
+        }
+        losses.total.backward();
+        if (parallel) parallel->averageGradients();
+        solver->step(1e-6);  // a real step at a learning rate too small to diverge
+      } else {
+        train::AutocastScope autocast(amp, device.type(), amp_dtype);
+        (void)net->detect(data.images, data.sizes);
+      }
+      if (group && !training) group->barrier("benchmark step");
+      sync();
+      if (i >= warmup) times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    }
+    double total = 0;
+    for (double t : times) total += t;
+    const double images_per_second =
+        static_cast<double>(batch) * static_cast<double>(env.world_size) *
+        static_cast<double>(times.size()) / std::max(1e-9, total);
+    double memory = peakResidentMiB();
+    std::string memory_kind = "peak RSS";
+#if defined(MRCNN_TORCH_HAS_CUDA)
+    if (device.is_cuda()) {
+      const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+      memory = static_cast<double>(
+                   stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)]
+                       .peak) /
+               (1024.0 * 1024.0);
+      memory_kind = "peak CUDA memory allocated (rank 0)";
+    }
+#endif
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  "benchmark %s: %.2f images/s (global), step time p50 %.1f ms, p90 %.1f ms, "
+                  "p99 %.1f ms; %s %.0f MiB",
+                  bench.mode.c_str(), images_per_second, percentile(times, 0.5) * 1000,
+                  percentile(times, 0.9) * 1000, percentile(times, 0.99) * 1000,
+                  memory_kind.c_str(), memory);
+    if (parallel) {
+      char more[128];
+      std::snprintf(more, sizeof more, "; gradient all-reduce %.1f ms per step",
+                    parallel->takeAllReduceSeconds() * 1000.0 / static_cast<double>(warmup + steps));
+      std::strncat(line, more, sizeof line - std::strlen(line) - 1);
+    }
+    events.write(train::logEvent(line));
+    events.write(train::doneEvent("ok", line,
+                                  std::chrono::duration<double>(Clock::now() - started).count()));
+  } catch (const dist::CollectiveError& e) {
+    return fail("collective_failed", e.what(), kExitFailed);
+  } catch (const std::exception& e) {
+    return fail("benchmark_failed", e.what(), kExitFailed);
+  }
+  return kExitOk;
+}
+
+}  // namespace mrcnn::engine
