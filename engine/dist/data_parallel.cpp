@@ -60,31 +60,18 @@ uint64_t checksum(const at::Tensor& t) {
 
 DataParallel::DataParallel(ProcessGroup& group,
                            std::vector<std::pair<std::string, at::Tensor>> parameters,
-                           std::vector<std::pair<std::string, at::Tensor>> buffers,
                            double bucket_mib)
     : group_(group),
       parameters_(std::move(parameters)),
-      buffers_(std::move(buffers)),
       bucket_bytes_(static_cast<int64_t>(bucket_mib * 1024 * 1024)) {}
 
 void DataParallel::broadcastWeights() {
   c10::NoGradGuard no_grad;
   std::vector<at::Tensor> all;
   for (auto& [name, t] : parameters_) all.push_back(t);
-  for (auto& [name, t] : buffers_) all.push_back(t);
   inBuckets(
       all, bucket_bytes_, [&](size_t i) { return all[i].detach(); },
       [&](at::Tensor& flat) { group_.broadcast(flat, 0, "broadcast of rank 0's weights"); });
-}
-
-void DataParallel::broadcastBuffers() {
-  if (buffers_.empty()) return;
-  c10::NoGradGuard no_grad;
-  std::vector<at::Tensor> all;
-  for (auto& [name, t] : buffers_) all.push_back(t);
-  inBuckets(
-      all, bucket_bytes_, [&](size_t i) { return all[i]; },
-      [&](at::Tensor& flat) { group_.broadcast(flat, 0, "broadcast of batch norm statistics"); });
 }
 
 void DataParallel::averageGradients() {

@@ -1,6 +1,7 @@
 // What data-parallel training does with the process group: the same initial weights on every
-// rank, gradients averaged by bucketed all-reduce after backward, batch norm statistics kept
-// equal, and the replica check (a checksum of every tensor compared across ranks).
+// rank, gradients averaged by bucketed all-reduce after backward, and the replica check (a
+// checksum of every tensor compared across ranks). Batch norm statistics stay equal through
+// synchronised batch norm (engine/model/sync_batch_norm.h).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -18,20 +19,16 @@ namespace mrcnn::dist {
 
 class DataParallel {
  public:
-  // `named_parameters`: those the solver trains; `named_buffers`: running statistics kept in
-  // step with rank 0's (the batch norm buffers); `bucket_mib`: all-reduce bucket size.
+  // `parameters`: those the solver trains; `bucket_mib`: the all-reduce's bucket size.
   DataParallel(ProcessGroup& group, std::vector<std::pair<std::string, at::Tensor>> parameters,
-               std::vector<std::pair<std::string, at::Tensor>> buffers, double bucket_mib = 25);
+               double bucket_mib = 25);
 
   ProcessGroup& group() { return group_; }
   int rank() const { return group_.rank(); }
   int size() const { return group_.size(); }
 
-  // Rank 0's parameters and buffers on every rank (at the start, and after loading).
+  // Rank 0's parameters on every rank (at the start, after loading).
   void broadcastWeights();
-  // Rank 0's buffers on every rank: batch norm running statistics stay equal, as the
-  // replicas would diverge otherwise (each rank normalises with its own batch's statistics).
-  void broadcastBuffers();
   // Sums every parameter's gradient over the ranks and divides by the world size, in buckets
   // of about bucket_mib; a parameter without a gradient on this rank takes part as zeros.
   void averageGradients();
@@ -47,7 +44,6 @@ class DataParallel {
  private:
   ProcessGroup& group_;
   std::vector<std::pair<std::string, at::Tensor>> parameters_;
-  std::vector<std::pair<std::string, at::Tensor>> buffers_;
   int64_t bucket_bytes_;
   bool skip_ = false;
   double all_reduce_seconds_ = 0;

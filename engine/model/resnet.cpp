@@ -50,6 +50,8 @@ ConvNorm makeConvNorm(const ResNetOptions& o, int64_t in, int64_t out, int64_t k
       torch::nn::Conv2dOptions(in, out, kernel).stride(stride).padding(padding).bias(false));
   if (o.frozen_bn) {
     cn.norm = torch::nn::AnyModule(FrozenBatchNorm2d(out, o.frozen_bn_eps));
+  } else if (o.batch_norm_reducer) {
+    cn.norm = torch::nn::AnyModule(SyncBatchNorm2d(out, o.batch_norm_reducer));
   } else {
     cn.norm = torch::nn::AnyModule(torch::nn::BatchNorm2d(out));
   }

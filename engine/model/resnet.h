@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "engine/model/frozen_batch_norm.h"
+#include "engine/model/sync_batch_norm.h"
 
 namespace mrcnn::model {
 
@@ -27,6 +28,9 @@ struct ResNetOptions {
   int depth = 50;         // 10, 18, 34, 50 or 101
   bool frozen_bn = true;  // FrozenBatchNorm2d; false: trainable torch::nn::BatchNorm2d
   double frozen_bn_eps = 1e-5;
+  // Data-parallel training (trainable batch norm only): the all-reduce that makes every batch
+  // norm a SyncBatchNorm2d over the global batch (sync_batch_norm.h). Empty: BatchNorm2d.
+  TensorReducer batch_norm_reducer;
   // Blocks whose parameters get requires_grad false: 0 = the stem (conv1, bn1), 1..4 =
   // layer1..layer4. torchvision's trainable_layers = k is {0, ..., 4 - k}.
   std::vector<int> freeze_blocks = {0, 1};

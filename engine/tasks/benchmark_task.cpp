@@ -128,7 +128,14 @@ int runBenchmark(const TaskOptions& options, const BenchmarkOptions& bench, std:
           env, device, std::chrono::seconds(std::max<uint32_t>(1, s.dist_timeout_seconds())));
     }
     at::manual_seed(s.seed());
-    model::MaskRCNN net(modelOptionsFromSpec(s, maybe->resolved));
+    model::MaskRCNNOptions model_options = modelOptionsFromSpec(s, maybe->resolved);
+    if (group && training && !s.maskrcnn_config().freeze_bn()) {
+      dist::ProcessGroup* g = group.get();
+      model_options.backbone.resnet.batch_norm_reducer = [g](at::Tensor& t) {
+        g->allReduceSum(t, "batch norm statistics");
+      };
+    }
+    model::MaskRCNN net(model_options);
     net->to(device);
     const dataset::LoaderOptions lo = loaderOptionsFromSpec(*maybe, training);
     const int64_t height = lo.resize_mode == dataset::ResizeMode::kFixed ? lo.image_height : lo.min_size;
@@ -151,8 +158,7 @@ int runBenchmark(const TaskOptions& options, const BenchmarkOptions& bench, std:
                                                train::solverOptionsFromSpec(s));
       if (group) {
         parallel = std::make_unique<dist::DataParallel>(
-            *group, train::Solver::trainableParameters(*net),
-            std::vector<std::pair<std::string, at::Tensor>>{}, s.dist_bucket_mib());
+            *group, train::Solver::trainableParameters(*net), s.dist_bucket_mib());
         parallel->broadcastWeights();
       }
     } else {

@@ -155,7 +155,15 @@ int TrainTask::run() {
 
   // The model, its weights, the optimiser: from the last checkpoint when resuming.
   at::manual_seed(s.seed());
-  model::MaskRCNN net(modelOptionsFromSpec(s, loaded.resolved));
+  model::MaskRCNNOptions model_options = modelOptionsFromSpec(s, loaded.resolved);
+  if (group && !s.maskrcnn_config().freeze_bn()) {
+    // Trainable batch norm over the global batch (SyncBatchNorm), as one process would.
+    dist::ProcessGroup* g = group.get();
+    model_options.backbone.resnet.batch_norm_reducer = [g](at::Tensor& t) {
+      g->allReduceSum(t, "batch norm statistics");
+    };
+  }
+  model::MaskRCNN net(model_options);
   train::CheckpointStoreOptions store_options;
   store_options.keep_last = std::max<uint32_t>(1, s.keep_checkpoint_max());
   train::CheckpointStore store(run_dir.checkpointsDir(), store_options);
@@ -225,12 +233,8 @@ int TrainTask::run() {
   }
   std::unique_ptr<dist::DataParallel> parallel;
   if (group) {
-    std::vector<std::pair<std::string, at::Tensor>> buffers;
-    if (!s.maskrcnn_config().freeze_bn()) {
-      for (const auto& item : net->named_buffers()) buffers.emplace_back(item.key(), item.value());
-    }
     parallel = std::make_unique<dist::DataParallel>(*group, train::Solver::trainableParameters(*net),
-                                                    std::move(buffers), s.dist_bucket_mib());
+                                                    s.dist_bucket_mib());
   }
 
   dataset::LoaderOptions loader_options = loaderOptionsFromSpec(loaded, /*training=*/true);

@@ -15,8 +15,6 @@ class DataParallelHook : public TrainHook {
 
   void beforeTrain(TrainState&) override { parallel_.broadcastWeights(); }
 
-  void beforeStep(TrainState&) override { parallel_.broadcastBuffers(); }
-
   // Each component is a mean over its own denominator (sampled anchors, sampled RoIs,
   // positive RoIs). Over the global batch it is (sum over ranks of mean_r x count_r) divided
   // by the global count; the gradient all-reduce averages over W ranks, so rank r runs

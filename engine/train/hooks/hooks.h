@@ -32,8 +32,7 @@ class RunDir;
 // The learning rate of each step (lr_schedule.h).
 std::unique_ptr<TrainHook> makeScheduleHook(const LrSchedule& schedule);
 
-// Data-parallel synchronisation: rank 0's weights broadcast at the start and its batch norm
-// statistics before each step; each micro-batch's loss components normalised over the global
+// Data-parallel synchronisation: rank 0's weights broadcast at the start; each micro-batch's loss components normalised over the global
 // batch (their denominators all-reduced, so that N ranks x b train as 1 x N.b) and reported
 // as global means; a stop request on any rank seen by all; gradients averaged after backward.
 struct LossWeights {  // the model's weights of rpn_box, box_reg and mask in the total
