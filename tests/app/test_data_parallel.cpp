@@ -217,6 +217,37 @@ class TestDataParallel : public QObject {
              qPrintable(alone.err + alone.out.right(2000)));
   }
 
+  // Trainable batch norm: 2 ranks normalise with the global batch's statistics (synchronised
+  // batch norm), as one process does with its batch of 2. After one step the running
+  // statistics agree to float rounding (measured 1.2e-7; bound 1e-5), the loss too, and the
+  // weights within 5e-4 (measured 4.5e-5: batch norm's backward, dy - mean(dy) -
+  // xhat.mean(dy.xhat), cancels and leaves about 1e-3 relative rounding noise in the
+  // gradients, without bias).
+  void synchronisedBatchNorm() {
+    QStringList bn = {"--set", "maskrcnn_config.freeze_bn=False"};
+    const Run one = run(workbench_, trainArgs(dir_.filePath("bn1"), data_, 2, 1) + bn);
+    QVERIFY2(one.exit_code == 0, qPrintable(one.err));
+    const Run two = run(workbench_, QStringList{"--nproc-per-node", "2"} +
+                                         trainArgs(dir_.filePath("bn2"), data_, 1, 1) + bn);
+    QVERIFY2(two.exit_code == 0, qPrintable(two.err + two.out.right(2000)));
+    const auto a = last(dir_.filePath("bn1")), b = last(dir_.filePath("bn2"));
+    double running = 0, weights = 0;
+    for (size_t i = 0; i < a.model.size(); ++i) {
+      const at::Tensor x = a.model[i].second, y = b.model[i].second;
+      if (!x.is_floating_point()) continue;
+      const double d = (x.to(at::kDouble) - y.to(at::kDouble)).abs().max().item<double>();
+      double& into = a.model[i].first.find("running_") != std::string::npos ? running : weights;
+      into = std::max(into, d);
+    }
+    qInfo("batch norm, 2 x 1 against 1 x 2: running statistics %.3g, weights %.3g", running,
+          weights);
+    QVERIFY2(running < 1e-5, qPrintable(QString::number(running)));
+    QVERIFY2(weights < 5e-4, qPrintable(QString::number(weights)));
+    const std::vector<double> la = totals(dir_.filePath("bn1")), lb = totals(dir_.filePath("bn2"));
+    QVERIFY(!la.empty() && la.size() == lb.size());
+    QVERIFY(std::abs(la[0] - lb[0]) <= 1e-5 * std::abs(la[0]));
+  }
+
   // A finished one-process run evaluated again by 2 ranks (a resume with nothing left to
   // train evaluates at the end): each rank runs every other of 5 images, rank 0 gathers the
   // detections in file order and evaluates once, to the same numbers.
