@@ -1,6 +1,7 @@
 // mrcnn-engine: runs one task from a spec. Started by mrcnn-workbench (GUI or --headless).
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -32,6 +33,9 @@ void boundedOpenMpSpinning(char** argv) {
 
 int main(int argc, char** argv) {
   boundedOpenMpSpinning(argv);
+  // A file size limit (ulimit -f) then fails the write (EFBIG), which the engine reports like
+  // a full disk, instead of killing it with SIGXFSZ mid-write.
+  std::signal(SIGXFSZ, SIG_IGN);
   const std::vector<std::string> args(argv + 1, argv + argc);
   return mrcnn::engine::engineMain(args, std::cout, std::cerr);
 }

@@ -1,5 +1,6 @@
 // mrcnn-workbench: the desktop workbench, or with --headless the same engine from a terminal.
 //
+//   mrcnn-workbench [--help | --version]
 //   mrcnn-workbench [SPEC] [--view N] [--run DIR]... [--dataset JSON --images DIR [--image-id N]]
 //                   [--results JSON --results-images DIR [--ground-truth JSON]]
 //                   [--checkpoint FILE] [--score-threshold T] [--result-image N]
@@ -18,6 +19,8 @@
 #include <QIcon>
 #include <QTimer>
 #include <cstring>
+#include <limits>
+#include <optional>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -45,13 +48,18 @@ struct Opened {
   int warning_entry = 0;
 };
 
-// Returns an error message for options given without their companions ("" when fine).
-QString openAll(MainWindow& window, const Opened& o) {
+// An error message for options given without their companions ("" when fine).
+QString missingCompanions(const Opened& o) {
   if (!o.dataset.isEmpty() != !o.images.isEmpty()) return u"--dataset and --images go together"_qs;
   if (!o.results.isEmpty() && o.results_images.isEmpty())
     return u"--results needs --results-images (the folder its file names are relative to)"_qs;
   if (!o.warnings.isEmpty() && (o.warnings_annotations.isEmpty() || o.warnings_images.isEmpty()))
     return u"--warnings needs --warnings-annotations and --warnings-images"_qs;
+  return {};
+}
+
+// Opens what the options name in the window's views (checked by missingCompanions first).
+void openAll(MainWindow& window, const Opened& o) {
   if (!o.runs.isEmpty()) {
     auto* runs = qobject_cast<mrcnn::ui::RunsView*>(window.view(MainWindow::View::Runs));
     for (const QString& dir : o.runs)
@@ -106,33 +114,25 @@ QString openAll(MainWindow& window, const Opened& o) {
     }
     review->openReport(o.warnings, o.warnings_annotations, o.warnings_images);
   }
-  return {};
 }
 
-}  // namespace
+// The window's command line, parsed and checked before any window exists: --help, --version
+// and every error work on a terminal without a display.
+struct CommandLine {
+  QStringList specs;
+  int view = 0;  // 1-5; 0: the default
+  QString screenshot;
+  int screenshot_delay_ms = 1500;
+  Opened opened;
+};
 
-int main(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--headless") == 0) {
-      std::vector<std::string> rest;
-      for (int k = 1; k < argc; ++k) {
-        if (k != i) rest.emplace_back(argv[k]);
-      }
-      return mrcnn::app::runHeadless(rest, argv[0]);
-    }
-  }
-
-  QApplication app(argc, argv);
-  QApplication::setOrganizationName(u"mrcnn-workbench"_qs);
-  QApplication::setApplicationName(u"mrcnn-workbench"_qs);
-  QApplication::setApplicationDisplayName(u"Mask R-CNN Workbench"_qs);
-  QApplication::setDesktopFileName(u"mrcnn-workbench"_qs);
-  QApplication::setWindowIcon(QIcon(u":/icons/mrcnn-workbench.svg"_qs));
-
+// The exit code when the process ends here (help, version, an error), else nullopt.
+std::optional<int> parseCommandLine(const QStringList& args, CommandLine* cl) {
   QCommandLineParser parser;
   parser.setApplicationDescription(
       u"The Mask R-CNN workbench. Run tasks without windows with --headless SPEC [--task T]."_qs);
-  parser.addHelpOption();
+  const QCommandLineOption help = parser.addHelpOption();
+  const QCommandLineOption version({u"version"_qs}, u"Print the versions and exit."_qs);
   parser.addPositionalArgument(u"spec"_qs, u"An experiment spec to open."_qs, u"[SPEC]"_qs);
   const QCommandLineOption view({u"view"_qs}, u"Show view N first (1-5)."_qs, u"N"_qs);
   const QCommandLineOption screenshot(
@@ -170,83 +170,116 @@ int main(int argc, char** argv) {
                                  u"Milliseconds to wait before the screenshot (1500)."_qs, u"MS"_qs,
                                  u"1500"_qs);
   for (const auto* o :
-       {&view, &screenshot, &run, &dataset, &images, &image_id, &results, &results_images,
-        &ground_truth, &checkpoint, &score_threshold, &result_image, &warnings,
+       {&version, &view, &screenshot, &run, &dataset, &images, &image_id, &results,
+        &results_images, &ground_truth, &checkpoint, &score_threshold, &result_image, &warnings,
         &warnings_annotations, &warnings_images, &warning_entry, &delay})
     parser.addOption(*o);
-  parser.process(app);
 
-  mrcnn::ui::MainWindow window;
-  const QStringList specs = parser.positionalArguments();
-  if (!specs.isEmpty()) window.openSpec(specs.front());
-  if (parser.isSet(view)) {
-    const int n = parser.value(view).toInt();
-    if (n < 1 || n > mrcnn::ui::MainWindow::kViewCount) {
-      std::cerr << "mrcnn-workbench: --view takes 1 to 5\n";
-      return 2;
-    }
-    window.showView(static_cast<mrcnn::ui::MainWindow::View>(n - 1));
+  const auto usage = [](const std::string& message) {
+    std::cerr << "mrcnn-workbench: " << message << "\n(mrcnn-workbench --help lists the options)\n";
+    return 2;
+  };
+  if (!parser.parse(args)) return usage(parser.errorText().toStdString());
+  if (parser.isSet(help)) {
+    std::cout << parser.helpText().toStdString()
+              << "\nWithout windows: mrcnn-workbench --headless --help\n";
+    return 0;
   }
-  Opened opened;
-  opened.runs = parser.values(run);
-  opened.dataset = parser.value(dataset);
-  opened.images = parser.value(images);
-  opened.results = parser.value(results);
-  opened.results_images = parser.value(results_images);
-  opened.ground_truth = parser.value(ground_truth);
-  opened.checkpoint = parser.value(checkpoint);
-  opened.warnings = parser.value(warnings);
+  if (parser.isSet(version)) {
+    std::cout << "mrcnn-workbench " << MRCNN_VERSION << " (Qt " << qVersion() << ")\n";
+    return 0;
+  }
+  // A whole number from `min` to `max` into *out, or the usage error naming the option.
+  const auto number = [&](const QCommandLineOption& o, long long min, long long max,
+                          long long* out, const char* what) -> std::optional<int> {
+    bool ok = false;
+    *out = parser.value(o).toLongLong(&ok);
+    if (!ok || *out < min || *out > max)
+      return usage("--" + o.names().front().toStdString() + " takes " + what);
+    return std::nullopt;
+  };
+  constexpr long long kMaxInt = std::numeric_limits<int>::max();
+  long long n = 0;
+  cl->specs = parser.positionalArguments();
+  if (parser.isSet(view)) {
+    if (auto e = number(view, 1, mrcnn::ui::MainWindow::kViewCount, &n, "1 to 5")) return e;
+    cl->view = static_cast<int>(n);
+  }
+  Opened& o = cl->opened;
+  o.runs = parser.values(run);
+  o.dataset = parser.value(dataset);
+  o.images = parser.value(images);
+  o.results = parser.value(results);
+  o.results_images = parser.value(results_images);
+  o.ground_truth = parser.value(ground_truth);
+  o.checkpoint = parser.value(checkpoint);
+  o.warnings = parser.value(warnings);
+  o.warnings_annotations = parser.value(warnings_annotations);
+  o.warnings_images = parser.value(warnings_images);
   if (parser.isSet(warning_entry)) {
-    bool number = false;
-    opened.warning_entry = parser.value(warning_entry).toInt(&number);
-    if (!number || opened.warning_entry < 1) {
-      std::cerr << "mrcnn-workbench: --warning-entry takes a number from 1\n";
-      return 2;
-    }
+    if (auto e = number(warning_entry, 1, kMaxInt, &n, "a number from 1")) return e;
+    o.warning_entry = static_cast<int>(n);
   }
   if (parser.isSet(image_id)) {
-    bool number = false;
-    opened.image_id = parser.value(image_id).toLongLong(&number);
-    if (!number || opened.image_id < 0) {
-      std::cerr << "mrcnn-workbench: --image-id takes an image id\n";
-      return 2;
-    }
+    if (auto e = number(image_id, 0, std::numeric_limits<long long>::max(), &n, "an image id"))
+      return e;
+    o.image_id = n;
   }
   if (parser.isSet(result_image)) {
-    bool number = false;
-    opened.result_image = parser.value(result_image).toInt(&number);
-    if (!number || opened.result_image < 1) {
-      std::cerr << "mrcnn-workbench: --result-image takes a number from 1\n";
-      return 2;
-    }
+    if (auto e = number(result_image, 1, kMaxInt, &n, "a number from 1")) return e;
+    o.result_image = static_cast<int>(n);
   }
   if (parser.isSet(score_threshold)) {
-    bool number = false;
-    opened.score_threshold = parser.value(score_threshold).toDouble(&number);
-    if (!number || opened.score_threshold < 0 || opened.score_threshold > 1) {
-      std::cerr << "mrcnn-workbench: --score-threshold takes a number from 0 to 1\n";
-      return 2;
+    bool ok = false;
+    o.score_threshold = parser.value(score_threshold).toDouble(&ok);
+    if (!ok || o.score_threshold < 0 || o.score_threshold > 1)
+      return usage("--score-threshold takes a number from 0 to 1");
+  }
+  if (const QString error = missingCompanions(o); !error.isEmpty())
+    return usage(error.toStdString());
+  if (parser.isSet(screenshot)) {
+    cl->screenshot = parser.value(screenshot);
+    if (auto e = number(delay, 0, kMaxInt, &n, "milliseconds")) return e;
+    cl->screenshot_delay_ms = static_cast<int>(n);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--headless") == 0) {
+      std::vector<std::string> rest;
+      for (int k = 1; k < argc; ++k) {
+        if (k != i) rest.emplace_back(argv[k]);
+      }
+      return mrcnn::app::runHeadless(rest, argv[0]);
     }
   }
-  opened.warnings_annotations = parser.value(warnings_annotations);
-  opened.warnings_images = parser.value(warnings_images);
-  if (const QString error = openAll(window, opened); !error.isEmpty()) {
-    std::cerr << "mrcnn-workbench: " << error.toStdString() << '\n';
-    return 2;
-  }
+  QStringList args;
+  for (int i = 0; i < argc; ++i)
+    args << QString::fromLocal8Bit(argv[i]);
+  CommandLine cl;
+  if (const std::optional<int> code = parseCommandLine(args, &cl)) return *code;
+
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName(u"mrcnn-workbench"_qs);
+  QApplication::setApplicationName(u"mrcnn-workbench"_qs);
+  QApplication::setApplicationDisplayName(u"Mask R-CNN Workbench"_qs);
+  QApplication::setDesktopFileName(u"mrcnn-workbench"_qs);
+  QApplication::setWindowIcon(QIcon(u":/icons/mrcnn-workbench.svg"_qs));
+
+  mrcnn::ui::MainWindow window;
+  if (!cl.specs.isEmpty()) window.openSpec(cl.specs.front());
+  if (cl.view > 0) window.showView(static_cast<mrcnn::ui::MainWindow::View>(cl.view - 1));
+  openAll(window, cl.opened);
   window.show();
 
-  if (parser.isSet(screenshot)) {
-    const QString out = parser.value(screenshot);
-    bool ok = false;
-    const int wait_ms = parser.value(delay).toInt(&ok);
-    if (!ok || wait_ms < 0) {
-      std::cerr << "mrcnn-workbench: --screenshot-delay takes milliseconds\n";
-      return 2;
-    }
+  if (!cl.screenshot.isEmpty()) {
     // Long enough for the first layout and paint of every view, and the files read off the
     // UI thread.
-    QTimer::singleShot(wait_ms, &window, [&window, out] {
+    QTimer::singleShot(cl.screenshot_delay_ms, &window, [&window, out = cl.screenshot] {
       if (!window.grab().save(out)) {
         std::cerr << "mrcnn-workbench: cannot write " << out.toStdString() << '\n';
         QApplication::exit(1);

@@ -17,6 +17,7 @@
 #include "dataset/json_writer.h"
 #include "dataset/rle.h"
 #include "dataset/shapes_internal.h"
+#include "io/atomic_file.h"
 
 namespace mrcnn::dataset {
 namespace {
@@ -133,23 +134,6 @@ void writeSegmentation(JsonWriter& json, const Annotation& a) {
 
 // ---------------------------------------------------------------------------------------------
 // Files.
-
-void writeFileAtomically(const fs::path& path, std::string_view bytes) {
-  fs::path tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error("cannot create " + tmp.string());
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.close();
-    if (!out) throw std::runtime_error("cannot write " + tmp.string());
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec)
-    throw std::runtime_error("cannot rename " + tmp.string() + " to " + path.string() + ": " +
-                             ec.message());
-}
 
 void makeDirectories(const fs::path& dir) {
   std::error_code ec;
@@ -282,7 +266,7 @@ ShapesSplitSummary generateSplit(const ShapesOptions& options, std::string_view 
     if (!cv::imencode(".jpg", scene.image, jpeg, {cv::IMWRITE_JPEG_QUALITY, kJpegQuality})) {
       throw std::runtime_error("cannot encode " + file.string());
     }
-    writeFileAtomically(file, {reinterpret_cast<const char*>(jpeg.data()), jpeg.size()});
+    io::writeFileAtomic(file, {reinterpret_cast<const char*>(jpeg.data()), jpeg.size()});
     json.beginObject().key("id").value(i + 1).key("file_name").value(imageFileName(i));
     json.key("width").value(scene.image.cols).key("height").value(scene.image.rows);
     json.key("license").value(1).endObject();
@@ -314,7 +298,7 @@ ShapesSplitSummary generateSplit(const ShapesOptions& options, std::string_view 
   }
   json.endArray();
   json.endObject();
-  writeFileAtomically(shapesAnnotationFile(options.root, split), text.str());
+  io::writeFileAtomic(shapesAnnotationFile(options.root, split), text.str());
   removeStaleFiles(imageDir, count);
   return summary;
 }
@@ -345,7 +329,7 @@ ShapesSummary generateShapes(const ShapesOptions& options) {
   summary.train = generateSplit(options, "train", options.train_images);
   summary.val = generateSplit(options, "val", options.val_images);
   summary.generated = true;
-  writeFileAtomically(stampPath(options.root), stampOptions(options) + stampSummary(summary));
+  io::writeFileAtomic(stampPath(options.root), stampOptions(options) + stampSummary(summary));
   return summary;
 }
 

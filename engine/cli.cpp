@@ -6,8 +6,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "engine/device.h"
 #include "engine/exit_codes.h"
+#include "engine/setup/device.h"
 #include "engine/tasks/tasks.h"
 
 namespace mrcnn::engine {

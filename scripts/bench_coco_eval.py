@@ -8,7 +8,9 @@ The case (cached under <build>/bench-data/coco_eval_<images>/): 5,000 images of 
 ~36k ground-truth instances over COCO's 80 category ids (polygons, ~1% crowd regions in
 uncompressed RLE), and 100 detections an image with compressed-RLE masks and boxes (jittered
 copies of the ground truth and false positives). Each tool loads the two files and runs
-bbox and segm evaluation; the stats must agree. Prints a table; run it by hand and copy the
+bbox and segm evaluation; the stats must agree. A third row evaluates bbox on the same
+detections without their masks (dt_boxes.json: what any box detector writes), whose loading
+must not cost more than the file with masks. Prints a table; run it by hand and copy the
 table to docs/BENCHMARKS.md with the machine and date.
 """
 import argparse
@@ -151,20 +153,25 @@ def main():
     n_dt = len(json.load(open(dt_path)))
     print(f"case: {len(gt['images'])} images, {len(gt['annotations'])} ground truths, {n_dt} detections"
           f" (ready in {time.perf_counter() - t:.0f} s)")
+    boxes_path = os.path.join(directory, "dt_boxes.json")
+    if not os.path.exists(boxes_path):
+        with open(boxes_path, "w") as f:
+            json.dump([{k: v for k, v in d.items() if k != "segmentation"} for d in json.load(open(dt_path))], f)
     rows = []
-    for iou_type in ("bbox", "segm"):
+    for label, iou_type, dt in (("bbox", "bbox", dt_path), ("segm", "segm", dt_path),
+                                ("bbox, boxes only", "bbox", boxes_path)):
         results = {
-            "pycocotools": run_python_peer("pycocotools", gt_path, dt_path, iou_type),
-            "faster-coco-eval": run_python_peer("faster_coco_eval", gt_path, dt_path, iou_type),
-            "ours": run_ours(engine, gt_path, dt_path, iou_type, args.threads),
+            "pycocotools": run_python_peer("pycocotools", gt_path, dt, iou_type),
+            "faster-coco-eval": run_python_peer("faster_coco_eval", gt_path, dt, iou_type),
+            "ours": run_ours(engine, gt_path, dt, iou_type, args.threads),
         }
         ref = results["pycocotools"]
         for name, (load, ev, stats) in results.items():
             diff = max(abs(a - b) for a, b in zip(stats, ref[2]))
-            rows.append((iou_type, name, load, ev, load + ev, ref[1] / ev, (ref[0] + ref[1]) / (load + ev), diff))
-    print(f"{'type':5} {'tool':17} {'load s':>8} {'eval s':>8} {'total s':>8} {'eval x':>7} {'total x':>8} {'max |stat diff|':>16}")
+            rows.append((label, name, load, ev, load + ev, ref[1] / ev, (ref[0] + ref[1]) / (load + ev), diff))
+    print(f"{'type':16} {'tool':17} {'load s':>8} {'eval s':>8} {'total s':>8} {'eval x':>7} {'total x':>8} {'max |stat diff|':>16}")
     for r in rows:
-        print(f"{r[0]:5} {r[1]:17} {r[2]:8.2f} {r[3]:8.2f} {r[4]:8.2f} {r[5]:7.1f} {r[6]:8.1f} {r[7]:16.3g}")
+        print(f"{r[0]:16} {r[1]:17} {r[2]:8.2f} {r[3]:8.2f} {r[4]:8.2f} {r[5]:7.1f} {r[6]:8.1f} {r[7]:16.3g}")
     print("x: pycocotools' time divided by the tool's (higher is faster); stat diff against pycocotools")
 
 

@@ -19,10 +19,11 @@
 #include <unordered_map>
 
 #include "dataset/coco/coco.h"
-#include "dataset/convert/image_check.h"
 #include "dataset/convert/mask_extent.h"
 #include "dataset/convert/shard.h"
+#include "dataset/image/image_check.h"
 #include "dataset/json_writer.h"
+#include "io/atomic_file.h"
 
 namespace fs = std::filesystem;
 
@@ -64,31 +65,6 @@ int readFile(const fs::path& path, std::vector<uint8_t>& out) {
   }
   ::close(fd);
   return error;
-}
-
-// Whole-or-nothing write of a small file: a temporary name beside it, flushed, renamed.
-void writeFileAtomic(const fs::path& path, std::string_view contents) {
-  const fs::path temp = path.parent_path() / ("." + path.filename().string() + ".tmp");
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::runtime_error(temp.string() + ": cannot create: " + std::strerror(errno));
-  size_t done = 0;
-  int error = 0;
-  while (done < contents.size()) {
-    const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      error = errno;
-      break;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (error == 0 && ::fsync(fd) != 0) error = errno;
-  if (::close(fd) != 0 && error == 0) error = errno;
-  if (error == 0 && ::rename(temp.c_str(), path.c_str()) != 0) error = errno;
-  if (error != 0) {
-    ::unlink(temp.c_str());
-    throw std::runtime_error(path.string() + ": cannot write: " + std::strerror(error));
-  }
 }
 
 // "<tag>-NNNNN-of-MMMMM" (or its temporary ".<that>.tmp"): the shard count MMMMM, else -1.
@@ -463,7 +439,7 @@ ConvertResult convertDataset(const ConvertOptions& options, const ConvertProgres
   std::sort(result.removed.begin(), result.removed.end());
   const fs::path warnings = options.output_dir / (result.tag + "_warnings.json");
   if (!result.tao_warnings.empty()) {
-    writeFileAtomic(warnings, taoWarningsJson(result.tao_warnings));
+    io::writeFileAtomic(warnings, taoWarningsJson(result.tao_warnings));
     result.warnings_path = warnings;
   } else if (fs::remove(warnings, ec)) {
     result.removed.push_back(warnings);
@@ -471,7 +447,7 @@ ConvertResult convertDataset(const ConvertOptions& options, const ConvertProgres
   result.report_path = options.output_dir / (result.tag + "_report.json");
   result.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  writeFileAtomic(result.report_path, reportJson(result));
+  io::writeFileAtomic(result.report_path, reportJson(result));
   return result;
 }
 

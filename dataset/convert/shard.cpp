@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "dataset/convert/crc32c.h"
+#include "io/write_error.h"
 
 static_assert(std::endian::native == std::endian::little,
               "the shard format is little-endian and read with memcpy");
@@ -163,7 +164,11 @@ void ShardWriter::write(const void* data, size_t size) {
   while (left > 0) {
     const ssize_t n = ::write(fd_, p, left);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw ShardError(temp_.string() + ": cannot write: " + systemError(errno));
+    if (n <= 0) {
+      const int err = n < 0 ? errno : ENOSPC;  // a short write to a regular file: out of space
+      if (io::isDiskFull(err)) throw io::DiskFullError(path_, position_ + left, err);
+      throw ShardError(temp_.string() + ": cannot write: " + systemError(err));
+    }
     p += n;
     left -= static_cast<size_t>(n);
   }

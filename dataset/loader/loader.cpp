@@ -16,6 +16,7 @@
 #include <thread>
 #include <utility>
 
+#include "dataset/image/decode_image.h"
 #include "dataset/loader/sample_order.h"
 
 namespace mrcnn::dataset {
@@ -45,21 +46,6 @@ constexpr size_t kMaxKeptWarnings = 10000;
 bool skipsImage(LoaderWarningCode code) {
   return code == LoaderWarningCode::kMissingImage || code == LoaderWarningCode::kUnreadableImage ||
          code == LoaderWarningCode::kCorruptImage || code == LoaderWarningCode::kSizeMismatch;
-}
-
-// A JPEG whose last scan is not followed by an end-of-image marker was cut short. libjpeg
-// decodes such a file "successfully", filling the missing part with grey; PIL refuses it.
-// (Inside entropy-coded data a 0xFF byte is always followed by 0x00 or a restart marker, and
-// an EXIF thumbnail's markers come before the main image's scans, so the test is exact for
-// files without trailing data after their end marker.)
-bool truncatedJpeg(std::span<const uint8_t> data) {
-  const std::string_view bytes(reinterpret_cast<const char*>(data.data()), data.size());
-  if (bytes.size() < 4 || static_cast<uint8_t>(bytes[0]) != 0xFF ||
-      static_cast<uint8_t>(bytes[1]) != 0xD8)
-    return false;
-  const size_t last_scan = bytes.rfind("\xFF\xDA");
-  const size_t end = bytes.rfind("\xFF\xD9");
-  return last_scan == std::string_view::npos || end == std::string_view::npos || end < last_scan;
 }
 
 // One sample as a worker leaves it for the assembler.
@@ -335,21 +321,15 @@ class Loader::Pipeline {
 
     cv::Mat image;
     if (!sample.encoded.empty()) {
-      if (truncatedJpeg(sample.encoded)) {
-        warn(LoaderWarningCode::kCorruptImage, sample.origin + ": truncated JPEG (no end marker)");
-        return result;
-      }
-      try {
-        const cv::Mat bytes(1, static_cast<int>(sample.encoded.size()), CV_8UC1,
-                            sample.encoded.data());
-        // COCO's annotations are in the stored pixel grid: EXIF orientation is not applied
-        // (PIL, hence torchvision, does not apply it either).
-        image = cv::imdecode(bytes, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
-      } catch (const cv::Exception&) {
-        image.release();
-      }
+      // COCO's annotations are in the stored pixel grid: EXIF orientation is not applied.
+      DecodedImage decoded = decodeImage(sample.encoded);
       sample.encoded.clear();
       sample.encoded.shrink_to_fit();
+      if (!decoded.ok()) {
+        warn(LoaderWarningCode::kCorruptImage, sample.origin + ": " + decoded.problem);
+        return result;
+      }
+      image = std::move(decoded.bgr);
     } else {
       image = sample.decoded;
     }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <thread>
 
 namespace mrcnn::eval {
 namespace {
@@ -292,12 +293,7 @@ LoadedResults loadResults(const std::filesystem::path& path, const ImageSizes& i
         } else if (r.seg == RawResult::Seg::Polygons) {
           d.mask = dataset::rleFromSegmentationList(r.polygons, h, w);
         } else {
-          // loadRes makes the box a polygon: x1,y1, x1,y2, x2,y2, x2,y1.
-          const double x1 = r.bbox[0], x2 = r.bbox[0] + r.bbox[2];
-          const double y1 = r.bbox[1], y2 = r.bbox[1] + r.bbox[3];
-          const dataset::Polygon box_polygon = {x1, y1, x1, y2, x2, y2, x2, y1};
-          d.mask = dataset::rleFromSegmentationList(std::span(&box_polygon, 1), h, w);
-          out.has_masks = false;
+          out.has_masks = false;  // the box becomes the mask only if segm is evaluated
         }
       } else {
         if (r.seg != RawResult::Seg::Compressed) {
@@ -314,6 +310,33 @@ LoadedResults loadResults(const std::filesystem::path& path, const ImageSizes& i
     out.detections.push_back(std::move(d));
   }
   return out;
+}
+
+void rasterizeBoxMasks(LoadedResults& results, const ImageSizes& images) {
+  std::vector<Detection>& all = results.detections;
+  const auto work = [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      Detection& d = all[i];
+      if (d.mask.h != 0 || d.mask.w != 0) continue;
+      const auto [h, w] = images.at(d.image_id);
+      // loadRes makes the box a polygon: x1,y1, x1,y2, x2,y2, x2,y1.
+      const double x1 = d.bbox[0], x2 = d.bbox[0] + d.bbox[2];
+      const double y1 = d.bbox[1], y2 = d.bbox[1] + d.bbox[3];
+      const dataset::Polygon box_polygon = {x1, y1, x1, y2, x2, y2, x2, y1};
+      d.mask = dataset::rleFromSegmentationList(std::span(&box_polygon, 1), h, w);
+    }
+  };
+  const size_t threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1,
+                                             std::max<size_t>(1, all.size() / 4096));
+  std::vector<std::thread> pool;
+  const size_t chunk = (all.size() + threads - 1) / threads;
+  for (size_t t = 1; t < threads; ++t)
+    pool.emplace_back(work, std::min(all.size(), t * chunk),
+                      std::min(all.size(), (t + 1) * chunk));
+  work(0, std::min(all.size(), chunk));
+  for (std::thread& t : pool)
+    t.join();
+  results.has_masks = true;
 }
 
 }  // namespace mrcnn::eval

@@ -37,7 +37,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/image_input.h"
+#include "engine/inference/image_input.h"
 #include "engine/model/mask_rcnn.h"
 #include "engine/model/postprocess.h"
 #include "engine/model/state_dict.h"
@@ -244,6 +244,10 @@ int run(const Args& args) {
   input.resize.max_size = 1333;
   input.pad_multiple = 32;
   const mrcnn::engine::InputBatch batch = mrcnn::engine::readImages({args.image}, input);
+  if (!batch.skipped.empty()) {
+    std::fprintf(stderr, "error: %s: %s\n", args.image.c_str(), batch.skipped[0].problem.c_str());
+    return 1;
+  }
   at::Tensor images = batch.images;
   if (args.channels_last) images = images.contiguous(at::MemoryFormat::ChannelsLast);
   const std::array<int64_t, 2> resized = batch.sizes.images[0];

@@ -73,8 +73,8 @@ struct RoIHeadsOptions {
 
 // The spec's RoI head fields (data_config.num_classes, maskrcnn_config), as plain values:
 // engine/model does not depend on the spec library; the engine fills this from the spec
-// (bbox_reg_weights and mask_head_layers already parsed, engine/model_config.cpp) and calls
-// toRoIHeadsOptions.
+// (bbox_reg_weights and mask_head_layers already parsed: engine/setup/model_config.cpp) and
+// calls toRoIHeadsOptions.
 struct RoIHeadsSpecFields {
   uint32_t num_classes = 91;
   float fg_thresh = 0.5f;

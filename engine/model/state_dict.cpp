@@ -1,7 +1,9 @@
 #include "engine/model/state_dict.h"
 
 #include <caffe2/serialize/inline_container.h>
+#include <fcntl.h>
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <climits>
 #include <cstdint>
@@ -10,6 +12,8 @@
 #include <set>
 #include <sstream>
 #include <unordered_map>
+
+#include "io/write_error.h"
 
 namespace mrcnn::model {
 
@@ -167,30 +171,57 @@ void writeStateDict(const StateDict& state, const std::filesystem::path& file) {
   p.op('.');
   const std::string pickle = p.take();
 
+  // What the zip will take: the records, their 64-byte alignment and local and central
+  // headers (a few hundred bytes a record at most).
+  uint64_t needed = pickle.size() + 4096;
+  for (const at::Tensor& t : tensors)
+    needed += t.nbytes() + 256;
+  io::requireFreeSpace(file, needed);
+
   std::filesystem::path tmp = file;
   tmp += ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) io::throwWriteError(tmp, "cannot create the file", errno, needed);
+  // The writer must never see a failed write: PyTorchStreamWriter then throws, and throws
+  // again from its destructor (std::terminate). A failure is remembered, the rest of the
+  // output dropped, and reported once the writer is done.
+  int failed = 0;
   {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw StateDictError(tmp.string() + ": cannot write the file");
-    {
-      caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, size_t size) {
-        out.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
-        return out ? size : size_t{0};
-      });
-      writer.writeRecord("data.pkl", pickle.data(), pickle.size());
-      writer.writeRecord("byteorder", "little", 6);
-      for (size_t i = 0; i < tensors.size(); ++i) {
-        const at::Tensor& t = tensors[i];
-        writer.writeRecord("data/" + std::to_string(i), t.const_data_ptr(), t.nbytes());
+    caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, size_t size) {
+      const char* bytes = static_cast<const char*>(data);
+      size_t left = failed == 0 ? size : 0;
+      while (left > 0) {
+        const ssize_t n = ::write(fd, bytes, left);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+          failed = n < 0 ? errno : ENOSPC;  // a short write to a regular file: out of space
+          break;
+        }
+        bytes += n;
+        left -= static_cast<size_t>(n);
       }
-      writer.writeEndOfFile();
+      return size;
+    });
+    writer.writeRecord("data.pkl", pickle.data(), pickle.size());
+    writer.writeRecord("byteorder", "little", 6);
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const at::Tensor& t = tensors[i];
+      writer.writeRecord("data/" + std::to_string(i), t.const_data_ptr(), t.nbytes());
     }
-    out.close();
-    if (!out) throw StateDictError(tmp.string() + ": cannot write the file");
+    writer.writeEndOfFile();
+  }
+  if (::close(fd) != 0 && failed == 0) failed = errno;
+  if (failed != 0) {
+    ::unlink(tmp.c_str());
+    io::throwWriteError(file, "cannot write the file", failed, needed);
   }
   std::error_code ec;
   std::filesystem::rename(tmp, file, ec);
-  if (ec) throw StateDictError(file.string() + ": cannot write the file: " + ec.message());
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    io::throwWriteError(file, "cannot rename into place", ec.value());
+  }
 }
 
 LoadReport loadStateDict(torch::nn::Module& module, const StateDict& state,

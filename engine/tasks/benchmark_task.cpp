@@ -18,13 +18,13 @@
 #include <c10/cuda/CUDACachingAllocator.h>
 #endif
 
-#include "engine/data_setup.h"
-#include "engine/device.h"
 #include "engine/dist/data_parallel.h"
 #include "engine/dist/launch_env.h"
 #include "engine/dist/process_group.h"
 #include "engine/exit_codes.h"
-#include "engine/model_config.h"
+#include "engine/setup/data_setup.h"
+#include "engine/setup/device.h"
+#include "engine/setup/model_config.h"
 #include "engine/tasks/task_common.h"
 #include "engine/tasks/tasks.h"
 #include "engine/train/autocast_scope.h"

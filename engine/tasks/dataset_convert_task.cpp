@@ -167,7 +167,7 @@ int convertFromSpec(const TaskOptions& options, const spec::LoadedSpec& loaded,
     } catch (const dataset::ConvertError& e) {
       return report.fail("bad_dataset", e.what(), kExitBadData);
     } catch (const std::exception& e) {
-      return report.fail("convert_failed", split.tag + ": dataset_convert failed: " + e.what(),
+      return report.fail(e, "convert_failed", split.tag + ": dataset_convert failed: ",
                          kExitFailed);
     }
     std::string text = split.tag + ":";
@@ -216,7 +216,7 @@ int runDatasetConvertFromSpec(const TaskOptions& options, std::ostream& out, std
   } catch (const std::exception& e) {
     // An event that could not be written (a full disk): the writer names the file.
     err << "error: " << e.what() << '\n';
-    return kExitFailed;
+    return exitCodeFor(e, kExitFailed);
   }
 }
 
@@ -290,8 +290,8 @@ int runDatasetConvert(const DatasetConvertOptions& options, std::ostream& out, s
     err << "error: " << e.what() << '\n';
     return kExitBadData;
   } catch (const std::exception& e) {
-    err << "error: dataset_convert failed: " << e.what() << '\n';
-    return kExitFailed;
+    err << "error: " << (isDiskFull(e) ? "" : "dataset_convert failed: ") << e.what() << '\n';
+    return exitCodeFor(e, kExitFailed);
   }
   return kExitOk;
 }

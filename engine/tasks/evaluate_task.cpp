@@ -11,19 +11,19 @@
 #include <sstream>
 
 #include "dataset/coco/coco.h"
-#include "engine/data_setup.h"
-#include "engine/device.h"
 #include "engine/eval/evaluator.h"
 #include "engine/eval/results_json.h"
 #include "engine/exit_codes.h"
-#include "engine/model_config.h"
+#include "engine/setup/data_setup.h"
+#include "engine/setup/device.h"
+#include "engine/setup/model_config.h"
+#include "engine/setup/weights.h"
 #include "engine/tasks/task_common.h"
 #include "engine/tasks/tasks.h"
 #include "engine/train/checkpoint.h"
 #include "engine/train/event_writer.h"
-#include "engine/util/atomic_file.h"
-#include "engine/validation.h"
-#include "engine/weights.h"
+#include "engine/validation/validator.h"
+#include "io/atomic_file.h"
 
 namespace mrcnn::engine {
 namespace {
@@ -64,7 +64,8 @@ int evaluateCheckpoint(const TaskOptions& options, const spec::LoadedSpec& loade
   }
 
   std::ostringstream data_log, data_err;
-  const std::optional<DataFiles> data = prepareData(loaded, data_log, data_err);
+  const std::optional<DataFiles> data =
+      prepareData(loaded, data_log, data_err, DataNeeds{.train = false});
   if (!data_log.str().empty()) report.log(data_log.str());
   if (!data) return report.fail("bad_dataset", data_err.str(), kExitBadData);
   if (data->val_json.empty() || data->val_image_dir.empty()) {
@@ -113,9 +114,9 @@ int evaluateCheckpoint(const TaskOptions& options, const spec::LoadedSpec& loade
   }
   const fs::path metrics_path = run_dir / "eval" / (weights.stem().string() + ".json");
   try {
-    writeFileAtomic(metrics_path, eval::metricsJson(v.report));
+    io::writeFileAtomic(metrics_path, eval::metricsJson(v.report));
   } catch (const std::exception& e) {
-    return report.fail("write_failed", e.what(), kExitBadData);
+    return report.fail(e, "write_failed", "", kExitBadData);
   }
   const train::CocoSummary bbox = cocoSummary(*v.report.bbox, *val_gt);
   std::optional<train::CocoSummary> segm;
@@ -173,8 +174,8 @@ int runEvaluateFiles(const EvaluateFilesOptions& options, std::ostream& out, std
     }
     std::vector<int64_t> category_ids;
     for (const auto& c : gt.categories()) category_ids.push_back(c.id);
-    eval::LoadedResults results =
-        eval::loadResults(options.results, eval::imageSizes(gt), category_ids);
+    const eval::ImageSizes sizes = eval::imageSizes(gt);
+    eval::LoadedResults results = eval::loadResults(options.results, sizes, category_ids);
     for (const auto& w : results.warnings) {
       err << options.results.string() << ": warning: byte " << w.byte_offset << ": ["
           << w.index << "]: " << w.message << '\n';
@@ -185,6 +186,7 @@ int runEvaluateFiles(const EvaluateFilesOptions& options, std::ostream& out, std
       err << options.results.string()
           << ": warning: results carry no masks: their boxes are evaluated as masks, as "
              "pycocotools does\n";
+      eval::rasterizeBoxMasks(results, sizes);
     }
     out << "loaded " << gt.images().size() << " images, " << gt.annotations().size()
         << " annotations and " << results.detections.size() << " results in "
@@ -207,7 +209,7 @@ int runEvaluateFiles(const EvaluateFilesOptions& options, std::ostream& out, std
       (iou == eval::IouType::Bbox ? report.bbox : report.segm) = std::move(r);
     }
     if (!options.metrics_out.empty()) {
-      writeFileAtomic(options.metrics_out, eval::metricsJson(report) + "\n");
+      io::writeFileAtomic(options.metrics_out, eval::metricsJson(report) + "\n");
       out << "metrics written to " << options.metrics_out.string() << '\n';
     }
   } catch (const dataset::CocoError& e) {
@@ -215,7 +217,7 @@ int runEvaluateFiles(const EvaluateFilesOptions& options, std::ostream& out, std
     return kExitBadData;
   } catch (const std::exception& e) {
     err << "error: " << e.what() << '\n';
-    return kExitFailed;
+    return exitCodeFor(e, kExitFailed);
   }
   return kExitOk;
 }

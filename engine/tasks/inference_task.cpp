@@ -22,19 +22,19 @@
 #include "dataset/coco/coco.h"
 #include "dataset/json_writer.h"
 #include "dataset/rle.h"
-#include "engine/coco_results.h"
-#include "engine/device.h"
 #include "engine/exit_codes.h"
-#include "engine/image_input.h"
+#include "engine/inference/coco_results.h"
+#include "engine/inference/image_input.h"
+#include "engine/inference/overlay.h"
 #include "engine/model/postprocess.h"
-#include "engine/model_config.h"
-#include "engine/overlay.h"
+#include "engine/setup/device.h"
+#include "engine/setup/model_config.h"
+#include "engine/setup/weights.h"
 #include "engine/tasks/task_common.h"
 #include "engine/tasks/tasks.h"
 #include "engine/train/event_writer.h"
 #include "engine/train/stop_signal.h"
-#include "engine/util/atomic_file.h"
-#include "engine/weights.h"
+#include "io/atomic_file.h"
 
 namespace mrcnn::engine {
 namespace {
@@ -48,14 +48,13 @@ struct Category {
 
 // Contiguous label -> category, from the dataset json the model was trained on (label i is
 // the i-th category in id order, as the loader numbers them); "class <label>" without one.
-std::vector<Category> categoryTable(const DataFiles& data, int64_t num_classes,
+std::vector<Category> categoryTable(const fs::path& json, int64_t num_classes,
                                     bool labels_are_ids,
                                     std::map<std::string, int64_t>* image_ids) {
   std::vector<Category> table(static_cast<size_t>(num_classes));
   for (int64_t l = 0; l < num_classes; ++l) {
     table[static_cast<size_t>(l)] = {l, l == 0 ? "background" : "class " + std::to_string(l)};
   }
-  const fs::path json = !data.val_json.empty() ? data.val_json : data.train_json;
   if (json.empty()) return table;
   const dataset::CocoDataset coco = dataset::loadCoco(json);
   const auto categories = coco.categories();
@@ -72,6 +71,25 @@ std::vector<Category> categoryTable(const DataFiles& data, int64_t num_classes,
   return table;
 }
 
+// The dataset json that names the categories: the validation set's, else the training set's;
+// none (labels as ids, "class N" as names) with a warning when the spec names files this
+// machine does not have.
+fs::path namesJson(const DataFiles& data, TaskReport& report) {
+  std::string missing;
+  for (const fs::path& json : {data.val_json, data.train_json}) {
+    if (json.empty()) continue;
+    std::error_code ec;
+    if (fs::is_regular_file(json, ec)) return json;
+    if (missing.empty()) missing = json.string();
+  }
+  if (!missing.empty()) {
+    report.warn("no_category_names",
+                missing + ": no such file; detections carry their labels as category ids and "
+                          "are named \"class N\"");
+  }
+  return {};
+}
+
 // The task once its reporting is set up: every outcome is reported through `report`.
 int infer(const TaskOptions& options, const InferenceOptions& inference,
           const spec::LoadedSpec& loaded, const fs::path& run_dir, bool has_run_dir,
@@ -83,14 +101,17 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
     return report.fail("bad_device", options.spec_path.string() + ": device: " + device.error,
                        kExitBadSpec);
   }
-  // The dataset first: without --images, the spec's validation images are the input.
+  // The dataset first: without --images, the spec's validation images are the input. Nothing
+  // else of it is required: its json, where present, names the categories.
+  const bool from_spec = inference.images.empty();
   std::ostringstream data_log, data_err;
-  const std::optional<DataFiles> data = prepareData(loaded, data_log, data_err);
+  const std::optional<DataFiles> data =
+      prepareData(loaded, data_log, data_err,
+                  DataNeeds{.train = false, .val_json = false, .val_images = from_spec});
   if (!data) {
     if (!data_log.str().empty()) report.log(data_log.str());
     return report.fail("bad_dataset", data_err.str(), kExitBadData);
   }
-  const bool from_spec = inference.images.empty();
   const fs::path source = from_spec ? data->val_image_dir : inference.images;
   if (source.empty()) {
     std::string looked = "--images was not given and " + options.spec_path.string() +
@@ -137,7 +158,7 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
   std::map<std::string, int64_t> image_ids;
   std::vector<Category> categories;
   try {
-    categories = categoryTable(*data, net->numClasses(),
+    categories = categoryTable(namesJson(*data, report), net->numClasses(),
                                s.data_config().category_labels() == "category_id", &image_ids);
   } catch (const std::exception& e) {
     return report.fail("bad_dataset", std::string("categories: ") + e.what(), kExitBadData);
@@ -193,30 +214,16 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
       for (size_t i = first; i < std::min(images.size(), first + batch_size); ++i) {
         paths.push_back(images[i]);
       }
-      InputBatch batch;
-      bool any = true;
-      try {
-        batch = readImages(paths, input);
-      } catch (const ImageReadError&) {
-        // One bad file must not cost the others: read them one by one, skip the bad ones.
-        std::vector<fs::path> good;
-        for (const auto& p : paths) {
-          try {
-            readImages({p}, input);
-            good.push_back(p);
-          } catch (const ImageReadError& e) {
-            const auto found = image_ids.find(relativeName(p).generic_string());
-            report.warn("unreadable_image", std::string(e.what()) + "; skipped",
-                        found != image_ids.end() ? found->second : 0);
-            ++skipped;
-          }
-        }
-        any = !good.empty();
-        if (any) batch = readImages(good, input);
+      const InputBatch batch = readImages(paths, input);
+      for (const SkippedImage& bad : batch.skipped) {
+        const auto found = image_ids.find(relativeName(bad.path).generic_string());
+        report.warn("unreadable_image", bad.path.string() + ": " + bad.problem + "; skipped",
+                    found != image_ids.end() ? found->second : 0);
+        ++skipped;
       }
       const std::vector<model::Detections> dets =
-          any ? net->detect(batch.images.to(torch_device), batch.sizes)
-              : std::vector<model::Detections>();
+          batch.inputs.empty() ? std::vector<model::Detections>()
+                               : net->detect(batch.images.to(torch_device), batch.sizes);
       for (size_t i = 0; i < dets.size(); ++i) {
         const InputImage& in = batch.inputs[i];
         const fs::path relative = relativeName(in.path);
@@ -262,14 +269,14 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
                                    : nullptr});
           }
         }
-        cv::Mat image = cv::imread(in.path.string(), cv::IMREAD_COLOR);
+        cv::Mat image = batch.originals[i].clone();
         drawOverlay(image, overlay);
         std::vector<uint8_t> png;
         cv::imencode(".png", image, png);
         const fs::path overlay_path =
             out_dir / relative.parent_path() / (relative.stem().string() + ".png");
         fs::create_directories(overlay_path.parent_path(), ec);
-        writeFileAtomic(overlay_path,
+        io::writeFileAtomic(overlay_path,
                         std::string_view(reinterpret_cast<const char*>(png.data()), png.size()));
         if (!report.events()) {
           out << "[" << first + i + 1 << "/" << images.size() << "] " << relative.generic_string()
@@ -284,9 +291,9 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
       report.write(train::itemProgressEvent(done, rate, eta, processResidentMiB()));
     }
   } catch (const std::exception& e) {
-    return report.fail("inference_failed",
+    return report.fail(e, "inference_failed",
                        "image " + std::to_string(done + 1) + " of " +
-                           std::to_string(images.size()) + ": " + e.what(),
+                           std::to_string(images.size()) + ": ",
                        kExitFailed);
   }
   json.endArray();
@@ -301,10 +308,10 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
   cj.endArray();
   const fs::path results_path = out_dir / "results.json";
   try {
-    writeFileAtomic(results_path, results.str());
-    writeFileAtomic(out_dir / "categories.json", cats.str());
+    io::writeFileAtomic(results_path, results.str());
+    io::writeFileAtomic(out_dir / "categories.json", cats.str());
   } catch (const std::exception& e) {
-    return report.fail("write_failed", std::string("--out: ") + e.what(), kExitBadData);
+    return report.fail(e, "write_failed", "--out: ", kExitBadData);
   }
   const size_t ran = done - static_cast<size_t>(skipped);
   if (done > 0 && ran == 0) {
@@ -356,7 +363,7 @@ int runInference(const TaskOptions& options, const InferenceOptions& inference, 
   } catch (const std::exception& e) {
     // An event that could not be written (a full disk): the writer names the file.
     err << "error: " << e.what() << '\n';
-    return kExitFailed;
+    return exitCodeFor(e, kExitFailed);
   }
 }
 

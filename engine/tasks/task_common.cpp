@@ -8,6 +8,8 @@
 #include <ostream>
 
 #include "dataset/shapes_generator.h"
+#include "engine/exit_codes.h"
+#include "io/write_error.h"
 
 namespace mrcnn::engine {
 namespace {
@@ -47,7 +49,7 @@ fs::path runDirectory(const TaskOptions& options, const spec::LoadedSpec& loaded
 }
 
 std::optional<DataFiles> prepareData(const spec::LoadedSpec& loaded, std::ostream& out,
-                                     std::ostream& err) {
+                                     std::ostream& err, const DataNeeds& needs) {
   const spec::Experiment& s = loaded.spec;
   const spec::Resolved& r = loaded.resolved;
   DataFiles files{r.train_image_dir, r.train_json_file, r.val_image_dir, r.val_json_file};
@@ -91,12 +93,14 @@ std::optional<DataFiles> prepareData(const spec::LoadedSpec& loaded, std::ostrea
   }
 
   bool ok = true;
-  if (!files.train_json.empty()) {
+  if (needs.train && !files.train_json.empty()) {
     ok &= requirePath(files.train_json, "train_json_file", false, err);
     ok &= requirePath(files.train_image_dir, "train_image_dir", true, err);
   }
-  if (!files.val_json.empty()) ok &= requirePath(files.val_json, "val_json_file", false, err);
-  if (!files.val_image_dir.empty()) {
+  if (needs.val_json && !files.val_json.empty()) {
+    ok &= requirePath(files.val_json, "val_json_file", false, err);
+  }
+  if (needs.val_images && !files.val_image_dir.empty()) {
     ok &= requirePath(files.val_image_dir, "val_image_dir", true, err);
   }
   if (!ok) return std::nullopt;
@@ -172,15 +176,38 @@ int TaskReport::fail(const std::string& code, const std::string& message, int ex
     text.pop_back();
   err_ << "error: " << text << '\n';
   err_.flush();
-  if (events_) {
+  if (events_) writeFailureEvents(*events_, code, text, exit_code, elapsed(), err_);
+  return exit_code;
+}
+
+int TaskReport::fail(const std::exception& e, const std::string& code, const std::string& context,
+                     int exit_code) {
+  if (isDiskFull(e)) return fail("disk_full", e.what(), kExitBadData);
+  return fail(code, context + e.what(), exit_code);
+}
+
+bool isDiskFull(const std::exception& e) {
+  return dynamic_cast<const io::DiskFullError*>(&e) != nullptr;
+}
+
+int exitCodeFor(const std::exception& e, int otherwise) {
+  return isDiskFull(e) ? kExitBadData : otherwise;
+}
+
+void writeFailureEvents(train::EventWriter& events, const std::string& code,
+                        const std::string& message, int exit_code, double elapsed_seconds,
+                        std::ostream& err) {
+  std::string file_error;
+  for (events::Event event : {train::errorEvent(code, message, static_cast<uint32_t>(exit_code)),
+                              train::doneEvent("failed", message, elapsed_seconds)}) {
     try {
-      events_->write(train::errorEvent(code, text, static_cast<uint32_t>(exit_code)));
-      events_->write(train::doneEvent("failed", text, elapsed()));
+      events.write(std::move(event));
     } catch (const std::exception& e) {
-      err_ << "error: " << e.what() << '\n';  // a full disk: stderr still says why
+      if (file_error.empty()) file_error = e.what();
     }
   }
-  return exit_code;
+  // A full disk: stdout had both events, the run directory's files could not take them.
+  if (!file_error.empty()) err << "error: " << file_error << '\n';
 }
 
 double TaskReport::elapsed() const {

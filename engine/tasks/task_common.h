@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <exception>
 #include <filesystem>
 #include <iosfwd>
 #include <memory>
@@ -30,11 +31,20 @@ struct DataFiles {
   std::filesystem::path val_image_dir, val_json;
 };
 
+// Which of the spec's dataset paths a task reads. Only those are checked: a task never refuses
+// a path it does not use (inference on --images runs with a spec whose datasets are on
+// another machine).
+struct DataNeeds {
+  bool train = true;       // train_json_file and train_image_dir, where named
+  bool val_json = true;    // val_json_file, where named
+  bool val_images = true;  // val_image_dir, where named
+};
+
 // The spec's datasets, the shapes dataset generated (or found up to date) when asked for.
-// Checks that what is named exists; std::nullopt after reporting to `err` when not (the caller
-// exits with kExitBadData). `out` gets one line per dataset.
+// Checks that what is named and needed exists; std::nullopt after reporting to `err` when not
+// (the caller exits with kExitBadData). `out` gets one line per dataset.
 std::optional<DataFiles> prepareData(const spec::LoadedSpec& loaded, std::ostream& out,
-                                     std::ostream& err);
+                                     std::ostream& err, const DataNeeds& needs = {});
 
 // The weights a task runs with: --checkpoint, else the run directory's last checkpoint (the
 // checkpoints/last pointer), else the spec's checkpoint (relative to the spec's folder).
@@ -59,8 +69,13 @@ class TaskReport {
   void write(events::Event event);
   void log(const std::string& text);
   void warn(const std::string& code, const std::string& message, int64_t image_id = 0);
-  // The error, then done: failed. Returns exit_code.
+  // The error, then done: failed. Returns exit_code. Each event reaches stdout even when the
+  // run directory's files can no longer be appended to (a full disk): stderr then says so.
   int fail(const std::string& code, const std::string& message, int exit_code);
+  // A failure caught as an exception: a full disk is "disk_full" with kExitBadData wherever it
+  // happens; anything else is `code` with `context` before the exception's text.
+  int fail(const std::exception& e, const std::string& code, const std::string& context,
+           int exit_code);
   double elapsed() const;
 
  private:
@@ -75,6 +90,17 @@ class TaskReport {
 // `err` (the caller exits with kExitBadData).
 std::unique_ptr<train::EventWriter> openTaskEvents(const std::filesystem::path& run_dir,
                                                    std::ostream& err);
+
+// A full disk (io::DiskFullError) is the same failure wherever it happens: exit code
+// kExitBadData, event code "disk_full", the message naming the folder and the space needed.
+bool isDiskFull(const std::exception& e);
+int exitCodeFor(const std::exception& e, int otherwise);
+
+// Writes the error and done events of a failed task, each on its own: when the run
+// directory's files cannot be appended to, stdout still gets both and `err` says why once.
+void writeFailureEvents(train::EventWriter& events, const std::string& code,
+                        const std::string& message, int exit_code, double elapsed_seconds,
+                        std::ostream& err);
 
 // The resident memory of this process in MiB (0 where /proc is not available).
 double processResidentMiB();

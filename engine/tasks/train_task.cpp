@@ -13,13 +13,14 @@
 #include <sstream>
 
 #include "dataset/coco/coco.h"
-#include "engine/data_setup.h"
-#include "engine/device.h"
 #include "engine/dist/data_parallel.h"
 #include "engine/dist/launch_env.h"
 #include "engine/dist/process_group.h"
 #include "engine/exit_codes.h"
-#include "engine/model_config.h"
+#include "engine/setup/data_setup.h"
+#include "engine/setup/device.h"
+#include "engine/setup/model_config.h"
+#include "engine/setup/weights.h"
 #include "engine/tasks/task_common.h"
 #include "engine/tasks/tasks.h"
 #include "engine/train/checkpoint.h"
@@ -31,9 +32,9 @@
 #include "engine/train/solver.h"
 #include "engine/train/stop_signal.h"
 #include "engine/train/trainer.h"
-#include "engine/util/atomic_file.h"
-#include "engine/validation.h"
-#include "engine/weights.h"
+#include "engine/validation/validator.h"
+#include "io/atomic_file.h"
+#include "io/write_error.h"
 
 namespace mrcnn::engine {
 namespace {
@@ -57,8 +58,7 @@ struct TrainTask {
   int fail(const std::string& code, const std::string& message, int exit_code) {
     err << "error: " << (launch.distributed() ? "rank " + std::to_string(launch.rank) + ": " : "")
         << message << '\n';
-    events.write(train::errorEvent(code, message, static_cast<uint32_t>(exit_code)));
-    events.write(train::doneEvent("failed", message, elapsed()));
+    writeFailureEvents(events, code, message, exit_code, elapsed(), err);
     return exit_code;
   }
 
@@ -280,6 +280,8 @@ int TrainTask::run() {
     trainer.run();
   } catch (const train::TrainError& e) {
     return fail(e.code(), e.what(), e.exitCode());
+  } catch (const io::DiskFullError& e) {
+    return fail("disk_full", e.what(), kExitBadData);
   } catch (const train::CheckpointError& e) {
     return fail("checkpoint_failed", e.what(), kExitBadData);
   } catch (const dist::CollectiveError& e) {
@@ -338,7 +340,7 @@ int runTrain(const TaskOptions& options, std::ostream& out, std::ostream& err) {
       // predictions), whose folder is not the spec's.
       spec::Experiment as_run = loaded.spec;
       spec::anchorPaths(&as_run, loaded.resolved.spec_dir);
-      writeFileAtomic(run_dir.specFile(), "# " + options.spec_path.string() + ", as run\n" +
+      io::writeFileAtomic(run_dir.specFile(), "# " + options.spec_path.string() + ", as run\n" +
                                               spec::printResolved(as_run));
     }
   } catch (const std::exception& e) {
@@ -356,8 +358,10 @@ int runTrain(const TaskOptions& options, std::ostream& out, std::ostream& err) {
     TrainTask task{options, loaded, *launch.env, run_dir, events, err};
     return task.run();
   } catch (const std::exception& e) {
+    // The events file cannot be opened, or an event outside the loop cannot be appended to
+    // it (a full disk): the writer names the file.
     err << "error: " << e.what() << '\n';
-    return kExitFailed;
+    return exitCodeFor(e, kExitFailed);
   }
 }
 

@@ -19,6 +19,8 @@
 #include <sstream>
 
 #include "engine/train/event_writer.h"
+#include "io/atomic_file.h"
+#include "io/write_error.h"
 
 namespace mrcnn::train {
 namespace fs = std::filesystem;
@@ -28,52 +30,6 @@ constexpr int64_t kFormatVersion = 1;
 constexpr std::string_view kFormatName = "mrcnn-workbench checkpoint";
 constexpr std::string_view kPrefix = "model.step-";
 constexpr std::string_view kSuffix = ".pt";
-
-[[noreturn]] void fail(const fs::path& file, const std::string& what, int err) {
-  throw CheckpointError(file.string() + ": " + what + ": " + std::strerror(err));
-}
-
-// fsync of a file or a folder by path.
-void syncPath(const fs::path& path, bool directory) {
-  const int fd = ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
-  if (fd < 0) fail(path, "cannot open to flush", errno);
-  if (::fsync(fd) != 0) {
-    const int err = errno;
-    ::close(fd);
-    fail(path, "cannot flush to disk", err);
-  }
-  ::close(fd);
-}
-
-// Temporary name → fsync → rename → fsync of the folder.
-void writeDurably(const fs::path& path, const std::string& contents) {
-  const fs::path temp = path.parent_path() / ("." + path.filename().string() + ".partial");
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail(temp, "cannot create", errno);
-  size_t done = 0;
-  while (done < contents.size()) {
-    const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = n < 0 ? errno : ENOSPC;
-      ::close(fd);
-      ::unlink(temp.c_str());
-      fail(path, "cannot write", err);
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(temp.c_str());
-    fail(path, "cannot flush to disk", err);
-  }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(temp.c_str());
-    fail(path, "cannot rename into place", err);
-  }
-  syncPath(path.parent_path(), /*directory=*/true);
-}
 
 at::Tensor bytesTensor(const std::string& s) {
   at::Tensor t = at::empty({static_cast<int64_t>(s.size())}, at::kByte);
@@ -164,12 +120,17 @@ void writeCheckpointStaged(const Checkpoint& c, const fs::path& file,
   };
   try {
     model::writeStateDict(state, temp);
+  } catch (const io::DiskFullError& e) {
+    cleanup();
+    // The task reports a full disk as such, naming the checkpoint (not its temporary name),
+    // its folder and the space it needs.
+    throw io::DiskFullError(file, e.neededBytes(), e.error());
   } catch (const std::exception& e) {
     cleanup();
     throw CheckpointError(file.string() + ": cannot write the checkpoint: " + e.what());
   }
   try {
-    syncPath(temp, false);
+    io::syncPath(temp, false);
   } catch (...) {
     cleanup();
     throw;
@@ -178,9 +139,9 @@ void writeCheckpointStaged(const Checkpoint& c, const fs::path& file,
   if (::rename(temp.c_str(), file.c_str()) != 0) {
     const int err = errno;
     cleanup();
-    fail(file, "cannot rename into place", err);
+    io::throwWriteError(file, "cannot rename into place", err);
   }
-  syncPath(dir, /*directory=*/true);
+  io::syncPath(dir, /*directory=*/true);
 }
 
 std::string readSmallFile(const fs::path& path) {
@@ -367,7 +328,7 @@ void CheckpointStore::fault(std::string_view stage) const {
 }
 
 void CheckpointStore::writePointer(const std::string& name, const std::string& contents) {
-  writeDurably(dir_ / name, contents);
+  io::writeFileAtomic(dir_ / name, contents, {.durable = true});
 }
 
 fs::path CheckpointStore::save(const Checkpoint& checkpoint, std::optional<double> metric) {

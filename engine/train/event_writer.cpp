@@ -14,6 +14,8 @@
 #include <ctime>
 #include <stdexcept>
 
+#include "io/write_error.h"
+
 namespace mrcnn::train {
 namespace {
 
@@ -41,19 +43,23 @@ void appendWhole(int fd, const std::string& data, const std::filesystem::path& p
     n = ::write(fd, data.data(), data.size());
   } while (n < 0 && errno == EINTR);
   if (n == static_cast<ssize_t>(data.size())) return;
-  const int err = n < 0 ? errno : ENOSPC;  // a short write on a regular file: out of space
-  if (n > 0 && before >= 0) {
+  int err = n < 0 ? errno : 0;
+  if (n >= 0) {
+    // A short write to a regular file: the next one says why (no space, the size limit).
+    const ssize_t again = ::write(fd, data.data() + n, data.size() - static_cast<size_t>(n));
+    err = again < 0 ? errno : ENOSPC;
+  }
+  if (before >= 0) {
     if (::ftruncate(fd, before) != 0) {
       // Nothing more to do: the error below says the file could not be written.
     }
   }
-  throw std::runtime_error("cannot append to " + path.string() + ": " + std::strerror(err));
+  io::throwWriteError(path, "cannot append", err, data.size());
 }
 
 int openAppend(const std::filesystem::path& path) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0)
-    throw std::runtime_error("cannot open " + path.string() + ": " + std::strerror(errno));
+  if (fd < 0) io::throwWriteError(path, "cannot open", errno);
   return fd;
 }
 

@@ -7,8 +7,8 @@
 #include <cmath>
 
 #include "dataset/loader/sample_order.h"
-#include "engine/data_setup.h"
 #include "engine/exit_codes.h"
+#include "engine/setup/data_setup.h"
 #include "engine/train/autocast_scope.h"
 #include "engine/train/loss_scaler.h"
 #include "engine/train/solver.h"

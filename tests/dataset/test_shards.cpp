@@ -12,9 +12,9 @@
 #include <random>
 
 #include "dataset/convert/crc32c.h"
-#include "dataset/convert/image_check.h"
 #include "dataset/convert/mask_extent.h"
 #include "dataset/convert/shard.h"
+#include "dataset/image/image_check.h"
 #include "dataset/rle.h"
 #include "tests/common/files.h"
 

@@ -8,9 +8,9 @@
 #include <sstream>
 
 #include "engine/cli.h"
-#include "engine/device.h"
 #include "engine/exit_codes.h"
-#include "engine/util/atomic_file.h"
+#include "engine/setup/device.h"
+#include "io/atomic_file.h"
 
 using namespace mrcnn::engine;
 
@@ -80,9 +80,9 @@ class EngineTest : public QObject {
     QTemporaryDir dir;
     const std::filesystem::path path =
         std::filesystem::path(dir.path().toStdString()) / "a/b/spec.txt";
-    writeFileAtomic(path, "first");
+    mrcnn::io::writeFileAtomic(path, "first");
     QCOMPARE(QString::fromStdString(readAll(path)), QString("first"));
-    writeFileAtomic(path, std::string(1 << 20, 'x'));
+    mrcnn::io::writeFileAtomic(path, std::string(1 << 20, 'x'));
     QCOMPARE(readAll(path).size(), std::size_t{1 << 20});
     // No temporary file is left beside it.
     int entries = 0;
@@ -98,10 +98,10 @@ class EngineTest : public QObject {
       // root ignores directory permissions; use a path whose parent is a file instead.
       QTemporaryDir dir;
       const std::filesystem::path file = std::filesystem::path(dir.path().toStdString()) / "file";
-      writeFileAtomic(file, "keep");
+      mrcnn::io::writeFileAtomic(file, "keep");
       bool threw = false;
       try {
-        writeFileAtomic(file / "child.txt", "x");
+        mrcnn::io::writeFileAtomic(file / "child.txt", "x");
       } catch (const std::runtime_error& e) {
         threw = true;
         QVERIFY(QString(e.what()).contains("child.txt"));
@@ -112,9 +112,9 @@ class EngineTest : public QObject {
     }
     QTemporaryDir dir;
     const std::filesystem::path path = std::filesystem::path(dir.path().toStdString()) / "spec.txt";
-    writeFileAtomic(path, "keep");
+    mrcnn::io::writeFileAtomic(path, "keep");
     ::chmod(dir.path().toLocal8Bit().constData(), 0500);
-    QVERIFY_THROWS_EXCEPTION(std::runtime_error, writeFileAtomic(path, "new"));
+    QVERIFY_THROWS_EXCEPTION(std::runtime_error, mrcnn::io::writeFileAtomic(path, "new"));
     ::chmod(dir.path().toLocal8Bit().constData(), 0700);
     QCOMPARE(QString::fromStdString(readAll(path)), QString("keep"));
   }

@@ -36,7 +36,9 @@ eval::EvalResult evaluateFiles(const std::string& gt_path, const std::string& dt
                                IouType type) {
   const dataset::CocoDataset gt = dataset::loadCoco(gt_path);
   eval::EvalSet set = eval::groundTruthSet(gt, type);
-  eval::LoadedResults results = eval::loadResults(dt_path, eval::imageSizes(gt), set.category_ids);
+  const eval::ImageSizes sizes = eval::imageSizes(gt);
+  eval::LoadedResults results = eval::loadResults(dt_path, sizes, set.category_ids);
+  if (type == IouType::Segm && !results.has_masks) eval::rasterizeBoxMasks(results, sizes);
   set.detections = std::move(results.detections);
   return eval::evaluate(set, type);
 }

@@ -1,9 +1,9 @@
 #include "ui/common/thumbnail_cache.h"
 
-#include <QImageReader>
 #include <QPainter>
 
 #include "ui/common/background.h"
+#include "ui/common/image_file.h"
 
 namespace mrcnn::ui {
 
@@ -19,12 +19,7 @@ ThumbnailCache::~ThumbnailCache() {
 }
 
 QImage ThumbnailCache::decode(const QString& path, QSize size) {
-  QImageReader reader(path);
-  reader.setAutoTransform(true);
-  const QSize full = reader.size();
-  if (full.isValid() && !full.isEmpty())
-    reader.setScaledSize(full.scaled(size, Qt::KeepAspectRatio).expandedTo(QSize(1, 1)));
-  QImage image = reader.read();
+  QImage image = readImageFile(path, size).image;
   if (image.isNull()) return {};
   if (image.width() > size.width() || image.height() > size.height())
     image = image.scaled(size, Qt::KeepAspectRatio, Qt::SmoothTransformation);

@@ -5,7 +5,6 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
-#include <QImageReader>
 #include <QItemSelectionModel>
 #include <QLabel>
 #include <QLineEdit>
@@ -19,6 +18,7 @@
 #include "specs/spec.h"
 #include "ui/common/background.h"
 #include "ui/common/coco_overlay.h"
+#include "ui/common/image_file.h"
 #include "ui/common/image_view.h"
 #include "ui/common/layer_controls.h"
 #include "ui/common/thumbnail_cache.h"
@@ -301,11 +301,10 @@ void DatasetBrowser::showRow(int row) {
       pool_, this,
       [dataset, index, path] {
         LoadedImage out;
-        QImageReader reader(path);
-        reader.setAutoTransform(true);
-        out.image = reader.read();
+        ImageFile file = readImageFile(path);
+        out.image = std::move(file.image);
         if (out.image.isNull()) {
-          out.error = reader.errorString();
+          out.error = file.problem;
           const auto& im = dataset->coco.images()[index];
           // Still show the annotations, over a blank image of the json's size.
           out.image =
@@ -324,7 +323,7 @@ void DatasetBrowser::showRow(int row) {
                               .arg(QFileInfo(path).fileName())
                               .arg(id);
         if (!loaded.error.isEmpty())
-          caption += tr(" — cannot read the image: %1").arg(loaded.error);
+          caption += tr(" — the image cannot be shown: %1").arg(loaded.error);
         view_->setCaption(caption);
         emit imageShown(id);
       });

@@ -7,7 +7,6 @@
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QHBoxLayout>
-#include <QImageReader>
 #include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
@@ -21,6 +20,7 @@
 #include "dataset/coco/coco.h"
 #include "ui/common/background.h"
 #include "ui/common/coco_overlay.h"
+#include "ui/common/image_file.h"
 #include "ui/common/image_view.h"
 #include "ui/common/layer_controls.h"
 #include "ui/predictions/inference_runner.h"
@@ -406,9 +406,8 @@ void PredictionView::selectImage(int index) {
       [predictions, truth, index, path] {
         LoadedImage out;
         const PredictedImage& image = predictions->images[static_cast<size_t>(index)];
-        QImageReader reader(path);
-        reader.setAutoTransform(true);
-        out.image = reader.read();
+        ImageFile file = readImageFile(path);
+        out.image = std::move(file.image);
         out.predictions = predictionInstances(image, predictions->category_names);
         if (truth) {
           // The engine's file names first (its ids number the images it was given), then ids.
@@ -431,7 +430,7 @@ void PredictionView::selectImage(int index) {
           }
         }
         if (out.image.isNull()) {
-          out.error = reader.errorString();
+          out.error = file.problem;
           // Blank canvas the size of the masks, so the overlays still show.
           QSize size(640, 480);
           for (const Prediction& p : image.predictions)

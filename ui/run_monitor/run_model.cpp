@@ -461,7 +461,8 @@ QString RunModel::statusLine() const {
       return s;
     }
     case RunStatus::Unreadable:
-      return QStringLiteral("Cannot open this run: %1").arg(last_error_);
+      // A followed run whose events went away says what it lost, not that it cannot open.
+      return followed_ ? last_error_ : QStringLiteral("Cannot open this run: %1").arg(last_error_);
     case RunStatus::Stopping:
       return QStringLiteral("Stopping: the engine finishes its step and writes a checkpoint…");
     case RunStatus::Running:

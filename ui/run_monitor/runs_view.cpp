@@ -435,9 +435,14 @@ void RunsView::followRuns() {
     if (run->follow_path.isEmpty()) continue;
     QFile file(run->follow_path);
     if (!file.open(QIODevice::ReadOnly) || file.size() < run->follow_offset) {
-      // Gone or rewritten: what was read stays, following ends.
-      run->model.appendLog(tr("Stopped following %1: it can no longer be read from where it was")
-                               .arg(run->follow_path));
+      // Gone or rewritten: what was read stays, following ends, and the run says why.
+      run->model.setUnreadable(
+          (file.exists() ? tr("Stopped following %1: it was rewritten (%2 bytes, %3 read)")
+                               .arg(run->follow_path)
+                               .arg(file.size())
+                               .arg(run->follow_offset)
+                         : tr("Stopped following %1: it was deleted, or its run directory")
+                               .arg(run->follow_path)));
       run->follow_path.clear();
       scheduleRefresh();
       continue;

@@ -20,6 +20,7 @@
 #include <QToolTip>
 #include <QVBoxLayout>
 
+#include "ui/spec_editor/file_watch.h"
 #include "ui/spec_editor/spec_form.h"
 #include "ui/spec_editor/spec_text_patch.h"
 #include "ui/spec_editor/themed_icon.h"
@@ -52,12 +53,17 @@ SpecEditor::SpecEditor(QWidget* parent)
       splitter_(new QSplitter(Qt::Horizontal, this)),
       task_(new QComboBox(this)),
       state_(new QLabel(this)),
+      disk_(new QLabel(this)),
+      watch_(new FileWatch(this)),
       debounce_(new QTimer(this)) {
   auto* column = new QVBoxLayout(this);
   column->setContentsMargins(0, 0, 0, 0);
   auto* bar = new QHBoxLayout;
   bar->setContentsMargins(6, 4, 6, 0);
   bar->addWidget(state_, 1);
+  disk_->setWordWrap(true);
+  disk_->setVisible(false);
+  bar->addWidget(disk_, 2);
   bar->addWidget(new QLabel(tr("Task:"), this));
   task_->addItems({u"train"_qs, u"evaluate"_qs, u"inference"_qs, u"dataset_convert"_qs});
   task_->setToolTip(tr("The task Run starts with this spec"));
@@ -98,10 +104,43 @@ SpecEditor::SpecEditor(QWidget* parent)
   connect(form_, &SpecForm::blockToggled, this, [this](const QString& path, bool present) {
     applyText(present ? spectext::ensureBlock(text(), path) : spectext::clearField(text(), path));
   });
+  connect(watch_, &FileWatch::changedOnDisk, this, &SpecEditor::onChangedOnDisk);
+  connect(watch_, &FileWatch::removedFromDisk, this, &SpecEditor::onRemovedFromDisk);
   validateNow();
 }
 
 SpecEditor::~SpecEditor() = default;
+
+void SpecEditor::onChangedOnDisk(const QByteArray& bytes) {
+  const QString decoded = QString::fromUtf8(bytes);
+  if (isModified()) {
+    setDiskNotice(tr("%1 changed on disk while edited here: the edits here are kept; Save "
+                     "overwrites the file, Open reloads it")
+                      .arg(path_));
+  } else if (decoded.toUtf8() != bytes) {
+    setDiskNotice(tr("%1 changed on disk and is no longer UTF-8 text: the text here is kept")
+                      .arg(path_));
+    text_->document()->setModified(true);
+  } else {
+    applyText(decoded);  // one undo step: Undo brings the previous text back
+    text_->document()->setModified(false);
+    validateNow();
+    setDiskNotice(tr("%1 changed on disk: reloaded (Undo brings the previous text back)")
+                      .arg(path_));
+  }
+}
+
+void SpecEditor::onRemovedFromDisk() {
+  text_->document()->setModified(true);
+  setDiskNotice(tr("%1 was deleted or moved on disk: Save writes it again").arg(path_));
+}
+
+void SpecEditor::setDiskNotice(const QString& notice) {
+  disk_notice_ = notice;
+  disk_->setText(notice);
+  disk_->setVisible(!notice.isEmpty());
+  if (!notice.isEmpty()) emit statusMessage(notice);
+}
 
 QString SpecEditor::text() const {
   return text_->toPlainText();
@@ -140,6 +179,8 @@ bool SpecEditor::openFile(const QString& path, QString* error) {
   text_->setPlainText(decoded);  // also starts a new undo stack
   text_->document()->setModified(false);
   setPath(QFileInfo(path).absoluteFilePath());
+  watch_->watch(path_, bytes);
+  setDiskNotice({});
   validateNow();
   emit specUsed(path_);
   return true;
@@ -147,7 +188,8 @@ bool SpecEditor::openFile(const QString& path, QString* error) {
 
 bool SpecEditor::saveAs(const QString& path, QString* error) {
   QSaveFile file(path);  // written to a temporary name and renamed: never a torn spec
-  if (!file.open(QIODevice::WriteOnly) || file.write(text().toUtf8()) < 0 || !file.commit()) {
+  const QByteArray bytes = text().toUtf8();
+  if (!file.open(QIODevice::WriteOnly) || file.write(bytes) < 0 || !file.commit()) {
     if (error) *error = tr("%1: cannot save the spec: %2").arg(path, file.errorString());
     return false;
   }
@@ -157,6 +199,8 @@ bool SpecEditor::saveAs(const QString& path, QString* error) {
     setPath(QFileInfo(path).absoluteFilePath());
     validateNow();  // relative paths now resolve from the new folder
   }
+  watch_->watch(path_, bytes);
+  setDiskNotice({});
   emit specUsed(path_);
   emit statusMessage(tr("Saved %1").arg(path_));
   return true;
@@ -166,6 +210,8 @@ void SpecEditor::newSpec() {
   text_->setPlainText({});
   text_->document()->setModified(false);
   setPath({});
+  watch_->watch({}, {});
+  setDiskNotice({});
   validateNow();
 }
 

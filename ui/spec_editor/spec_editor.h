@@ -22,6 +22,7 @@ class QTimer;
 
 namespace mrcnn::ui {
 
+class FileWatch;
 class SpecForm;
 class SpecHighlighter;
 
@@ -58,6 +59,10 @@ class SpecEditor : public QWidget {
   void validateNow();
   const QList<SpecProblem>& problems() const { return problems_; }
   bool hasErrors() const;
+  // What the editor last said about its file on disk ("... changed on disk: reloaded", "...
+  // was deleted or moved on disk: ..."); empty while the file is as opened or saved here.
+  QString diskNotice() const { return disk_notice_; }
+
   // The spec as last parsed (what the form shows).
   const spec::LoadedSpec& loaded() const { return loaded_; }
 
@@ -108,6 +113,10 @@ class SpecEditor : public QWidget {
   void updateHighlighter();
   void showProblems();
   QString specDir() const;
+  // The file changed or went away on disk while open here.
+  void onChangedOnDisk(const QByteArray& bytes);
+  void onRemovedFromDisk();
+  void setDiskNotice(const QString& notice);
 
   QString path_;
   SpecForm* form_;
@@ -116,6 +125,9 @@ class SpecEditor : public QWidget {
   QSplitter* splitter_;
   QComboBox* task_;
   QLabel* state_;
+  QLabel* disk_;  // the disk notice, shown while there is one
+  FileWatch* watch_;
+  QString disk_notice_;
   QTimer* debounce_;
   spec::LoadedSpec loaded_;
   QList<SpecProblem> problems_;

@@ -6,7 +6,6 @@
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
-#include <QImageReader>
 #include <QLabel>
 #include <QMap>
 #include <QPushButton>
@@ -17,6 +16,7 @@
 #include "dataset/coco/coco.h"
 #include "ui/common/background.h"
 #include "ui/common/coco_overlay.h"
+#include "ui/common/image_file.h"
 #include "ui/common/image_view.h"
 #include "ui/common/layer_controls.h"
 
@@ -380,11 +380,10 @@ void WarningReview::showEntry(int index) {
           return out;
         }
         const dataset::CocoImage& image = coco->images()[*image_index];
-        QImageReader reader(imagePath(image_dir, image));
-        reader.setAutoTransform(true);
-        out.image = reader.read();
+        ImageFile file = readImageFile(imagePath(image_dir, image));
+        out.image = std::move(file.image);
         if (out.image.isNull()) {
-          out.note = QObject::tr("cannot read the image: %1").arg(reader.errorString());
+          out.note = QObject::tr("the image cannot be shown: %1").arg(file.problem);
           out.image = QImage(static_cast<int>(image.width), static_cast<int>(image.height),
                              QImage::Format_RGB32);
           out.image.fill(QColor(96, 96, 96));

@@ -7,8 +7,8 @@
 #include "engine/train/event_writer.h"
 #include "engine/train/hooks/hooks.h"
 #include "engine/train/run_dir.h"
-#include "engine/util/atomic_file.h"
-#include "engine/validation.h"
+#include "engine/validation/validator.h"
+#include "io/atomic_file.h"
 
 namespace mrcnn::train {
 namespace {
@@ -60,7 +60,7 @@ class EvalHook : public TrainHook {
                                    w.image_id, w.annotation_id.value_or(0)));
       }
       const std::filesystem::path metrics_path = run_dir_.evalFile(s.step);
-      if (events_.active()) engine::writeFileAtomic(metrics_path, eval::metricsJson(v.report));
+      if (events_.active()) io::writeFileAtomic(metrics_path, eval::metricsJson(v.report));
       const dataset::CocoDataset& gt = validator_.groundTruth();
       const CocoSummary bbox = summaryOf(*v.report.bbox, gt);
       std::optional<CocoSummary> segm;

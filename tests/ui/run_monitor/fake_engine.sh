@@ -5,6 +5,7 @@
 #   crash   a few progress events, an error event, exit 1
 #   killed  a few progress events, a line on stderr, then SIGKILL to itself
 #   silent  progress events, then exit 0 without a done event
+#   cut     progress events, half of one more line (no newline), then killed by SIGKILL
 #   stop    progress events, then waits; SIGINT or SIGTERM → done stopped, exit 0
 #   burst   FAKE_ENGINE_LINES progress events as fast as it can, each line written on its
 #           own (many small reads for the monitor), then done ok
@@ -43,6 +44,11 @@ case "$mode" in
   silent)
     for s in 1 2; do progress $s; done
     exit 0
+    ;;
+  cut)
+    for s in 1 2; do progress $s; done
+    printf '%s' '{"v":1,"type":"progress","time":1763776003,"st'
+    kill -KILL $$
     ;;
   stop)
     step=$start_step

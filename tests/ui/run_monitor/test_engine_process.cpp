@@ -102,6 +102,23 @@ class EngineProcessTest : public QObject {
     QCOMPARE(resumed.processExit()->exit_code, 1);
   }
 
+  // Killed in the middle of writing a line: the events before it count, the cut line is a
+  // warning in the log, the run is a crash with the signal; the view goes on working.
+  void outputCutMidLine() {
+    QTemporaryDir dir;
+    RunsView view;
+    QVERIFY(runToTheEnd(view, "cut", dir.path()));
+    const RunModel* m = view.run(0);
+    QCOMPARE(m->status(), RunStatus::Crashed);
+    QVERIFY(m->processExit()->signal);
+    QCOMPARE(m->series("loss_total")->size(), 2);
+    QVERIFY2(view.logText().contains("{\"v\":1,\"type\":\"progress\",\"time\":1763776003,\"st"),
+             qPrintable(view.logText()));
+    QVERIFY2(view.statusText().contains("signal 9"), qPrintable(view.statusText()));
+    QVERIFY(view.resumeEnabled());
+    QVERIFY(runToTheEnd(view, "silent", dir.path()));  // the next run starts normally
+  }
+
   void missingEngineIsReported() {
     RunModel model;
     EngineProcess p(&model);

@@ -14,6 +14,7 @@
 #include <QTextStream>
 #include <QtTest>
 #include <cmath>
+#include <memory>
 #include <random>
 
 #include "specs/events.h"
@@ -492,6 +493,29 @@ class RunMonitorTest : public QObject {
     view.openRun(old.path());
     QCOMPARE(view.run(1)->status(), RunStatus::Crashed);
     QVERIFY(!view.run(1)->isFollowed());
+  }
+
+  // The run directory of a followed run is deleted: the run says what happened, what was read
+  // stays plotted, and the view goes on with other runs.
+  void runDirectoryDeletedWhileFollowed() {
+    auto dir = std::make_unique<QTemporaryDir>();
+    const QStringList lines = realisticRun(20, 7, 0.3, 0.01, 10);
+    writeLines(dir->filePath("events.jsonl"), lines.mid(0, 12));
+    RunsView view;
+    view.openRun(dir->path());
+    const RunModel* m = view.run(0);
+    QVERIFY(m->isFollowed());
+    const int read = m->series("loss_total")->size();
+    const QString events = dir->filePath("events.jsonl");
+    dir.reset();  // the whole run directory goes
+    QTRY_COMPARE_WITH_TIMEOUT(m->status(), RunStatus::Unreadable, 5000);
+    QVERIFY2(m->statusLine().contains("Stopped following " + events + ": it was deleted"),
+             qPrintable(m->statusLine()));
+    QCOMPARE(m->series("loss_total")->size(), read);
+    QTemporaryDir other;
+    writeLines(other.filePath("events.jsonl"), lines);
+    view.openRun(other.path());
+    QCOMPARE(view.run(1)->status(), RunStatus::Ok);
   }
 
   void openingAMissingRunSaysWhy() {

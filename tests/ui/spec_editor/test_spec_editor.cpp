@@ -413,6 +413,48 @@ class SpecEditorTest : public QObject {
     QVERIFY(field_lightness() < 128);
   }
 
+  // The spec changes on disk while open here: reloaded when there are no edits here (one
+  // undo step), kept and said so when there are; deleted: said so, Save writes it again.
+  void specChangedOnDiskWhileEdited() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(u"spec.txt"_qs);
+    const auto write = [&](const QByteArray& text) {
+      QFile f(path);
+      QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+      f.write(text);
+    };
+    write("total_steps: 10\n");
+    SpecEditor editor;
+    QVERIFY(editor.openFile(path));
+    QVERIFY(editor.diskNotice().isEmpty());
+
+    write("total_steps: 20\n");  // another program, no edits here
+    QTRY_COMPARE_WITH_TIMEOUT(editor.text(), u"total_steps: 20\n"_qs, 5000);
+    QVERIFY2(editor.diskNotice().contains(u"changed on disk: reloaded"_qs),
+             qPrintable(editor.diskNotice()));
+    QVERIFY(!editor.isModified());
+    editor.undo();
+    QCOMPARE(editor.text(), u"total_steps: 10\n"_qs);
+    editor.redo();
+
+    editor.setText(u"total_steps: 30\n"_qs);  // edits here, then the file changes again
+    write("total_steps: 40\n");
+    QTRY_VERIFY_WITH_TIMEOUT(editor.diskNotice().contains(u"edits here are kept"_qs), 5000);
+    QCOMPARE(editor.text(), u"total_steps: 30\n"_qs);
+    QVERIFY(editor.isModified());
+
+    QVERIFY(QFile::remove(path));
+    QTRY_VERIFY_WITH_TIMEOUT(editor.diskNotice().contains(u"deleted or moved on disk"_qs), 5000);
+    QCOMPARE(editor.text(), u"total_steps: 30\n"_qs);
+    QVERIFY(editor.save());
+    QVERIFY(editor.diskNotice().isEmpty());
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    QCOMPARE(f.readAll(), QByteArray("total_steps: 30\n"));
+    QTest::qWait(400);  // our own save is not a change on disk
+    QVERIFY(editor.diskNotice().isEmpty());
+  }
+
   void openReportsAMissingFile() {
     SpecEditor editor;
     QString error;

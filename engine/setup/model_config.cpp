@@ -1,4 +1,4 @@
-#include "engine/model_config.h"
+#include "engine/setup/model_config.h"
 
 namespace mrcnn::engine {
 

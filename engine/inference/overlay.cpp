@@ -1,4 +1,4 @@
-#include "engine/overlay.h"
+#include "engine/inference/overlay.h"
 
 #include <algorithm>
 #include <cmath>

@@ -30,6 +30,11 @@ struct ImageCheck {
 // header itself is cut or malformed.
 std::optional<ImageHeader> readImageHeader(std::span<const uint8_t> bytes);
 
+// The header and the structure (JPEG markers up to EOI, PNG chunks up to IEND), without
+// decoding: not ok with the problem for a cut or malformed file. Other formats are ok with an
+// unknown header (their decoder is the check).
+ImageCheck checkStructure(std::span<const uint8_t> bytes);
+
 // The full check: header, structure (JPEG markers up to EOI, PNG chunks up to IEND) and a
 // decode. Other formats OpenCV reads (BMP, WebP, TIFF...) are decoded in full for their size.
 ImageCheck checkImage(std::span<const uint8_t> bytes);

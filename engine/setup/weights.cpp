@@ -1,4 +1,4 @@
-#include "engine/weights.h"
+#include "engine/setup/weights.h"
 
 #include <regex>
 #include <sstream>

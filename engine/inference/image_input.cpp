@@ -1,11 +1,12 @@
-#include "engine/image_input.h"
+#include "engine/inference/image_input.h"
 
 #include <ATen/ATen.h>
 
 #include <algorithm>
 #include <cctype>
-#include <opencv2/imgcodecs.hpp>
 #include <system_error>
+
+#include "dataset/image/decode_image.h"
 
 namespace mrcnn::engine {
 namespace {
@@ -45,17 +46,18 @@ InputBatch readImages(const std::vector<std::filesystem::path>& paths,
                       const InputOptions& options) {
   TORCH_CHECK(options.pad_multiple >= 1, "readImages: pad_multiple must be at least 1");
   InputBatch batch;
-  std::vector<cv::Mat> decoded;
   for (const auto& path : paths) {
-    cv::Mat image = cv::imread(path.string(), cv::IMREAD_COLOR);
-    if (image.empty()) {
-      throw ImageReadError(path.string() + ": cannot be read as an image (missing, unreadable, "
-                                           "corrupt or of an unknown format)");
+    dataset::DecodedImage decoded = dataset::readImageFile(path);
+    if (!decoded.ok()) {
+      batch.skipped.push_back({path, decoded.problem});
+      continue;
     }
+    cv::Mat& image = decoded.bgr;
     const dataset::ResizedSize r = dataset::resizedSize(image.rows, image.cols, options.resize);
     batch.inputs.push_back({path, image.rows, image.cols, r.height, r.width});
-    decoded.push_back(std::move(image));
+    batch.originals.push_back(std::move(image));
   }
+  if (batch.inputs.empty()) return batch;
   int height = 0, width = 0;
   for (const auto& in : batch.inputs) {
     height = std::max(height, in.height);
@@ -68,15 +70,15 @@ InputBatch readImages(const std::vector<std::filesystem::path>& paths,
   height = dataset::roundUp(height, options.pad_multiple);
   width = dataset::roundUp(width, options.pad_multiple);
 
-  const int64_t n = static_cast<int64_t>(paths.size());
+  const int64_t n = static_cast<int64_t>(batch.inputs.size());
   batch.images = at::zeros({n, 3, height, width}, at::kFloat);
   batch.sizes.padded = {height, width};
   float* data = batch.images.data_ptr<float>();
   const size_t plane = static_cast<size_t>(height) * static_cast<size_t>(width);
   for (int64_t i = 0; i < n; ++i) {
     const auto& in = batch.inputs[static_cast<size_t>(i)];
-    dataset::resizeNormalize(decoded[static_cast<size_t>(i)], /*bgr=*/true, in.height, in.width,
-                             /*flip=*/false, data + static_cast<size_t>(i) * 3 * plane,
+    dataset::resizeNormalize(batch.originals[static_cast<size_t>(i)], /*bgr=*/true, in.height,
+                             in.width, /*flip=*/false, data + static_cast<size_t>(i) * 3 * plane,
                              static_cast<size_t>(width), plane);
     batch.sizes.images.push_back({in.height, in.width});
   }

@@ -1,4 +1,4 @@
-#include "engine/device.h"
+#include "engine/setup/device.h"
 
 #include <torch/torch.h>
 #include <torch/version.h>

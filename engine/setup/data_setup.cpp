@@ -1,4 +1,4 @@
-#include "engine/data_setup.h"
+#include "engine/setup/data_setup.h"
 
 #include <ATen/ATen.h>
 

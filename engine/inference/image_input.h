@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <opencv2/core/mat.hpp>
+
 #include "dataset/loader/transform.h"
 #include "engine/model/rpn.h"  // ImageSizes
 
@@ -31,10 +33,18 @@ struct InputImage {
   int width = 0;
 };
 
+// A file that could not be used, and why (dataset/image/decode_image.h's problem).
+struct SkippedImage {
+  std::filesystem::path path;
+  std::string problem;
+};
+
 struct InputBatch {
-  at::Tensor images;  // [N, 3, H, W] float32
+  at::Tensor images;  // [N, 3, H, W] float32; undefined when no file could be used
   model::ImageSizes sizes;
   std::vector<InputImage> inputs;
+  std::vector<cv::Mat> originals;     // the decoded images (BGR), as inputs: for overlays
+  std::vector<SkippedImage> skipped;  // the files left out, in the order given
 };
 
 class ImageReadError : public std::runtime_error {
@@ -47,8 +57,9 @@ class ImageReadError : public std::runtime_error {
 // does not exist or holds no image.
 std::vector<std::filesystem::path> listImages(const std::filesystem::path& file_or_folder);
 
-// Decodes, resizes and batches. Throws ImageReadError naming the file when one cannot be read
-// or decoded.
+// Decodes, resizes and batches the files that can be used; the others (missing, unreadable,
+// empty, truncated, not an image, more pixels than the limit) are listed in `skipped` and the
+// rest go on: one bad file never costs the others.
 InputBatch readImages(const std::vector<std::filesystem::path>& paths, const InputOptions& options);
 
 }  // namespace mrcnn::engine

@@ -1,4 +1,4 @@
-#include "engine/coco_results.h"
+#include "engine/inference/coco_results.h"
 
 #include <ATen/ATen.h>
 

@@ -1,4 +1,4 @@
-#include "dataset/convert/image_check.h"
+#include "dataset/image/image_check.h"
 
 #include <algorithm>
 #include <cstring>
@@ -108,27 +108,36 @@ std::optional<ImageHeader> readImageHeader(std::span<const uint8_t> bytes) {
   return std::nullopt;
 }
 
-ImageCheck checkImage(std::span<const uint8_t> bytes) {
+ImageCheck checkStructure(std::span<const uint8_t> bytes) {
   ImageCheck check;
   ImageHeader& header = check.header;
   if (bytes.empty()) {
     check.problem = "empty file";
     return check;
   }
-  int flags = cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION;
   if (isJpeg(bytes)) {
     header.format = ImageFormat::kJpeg;
     check.problem = walkJpeg(bytes, header, /*need_eoi=*/true);
-    flags = cv::IMREAD_REDUCED_COLOR_8 | cv::IMREAD_IGNORE_ORIENTATION;
   } else if (isPng(bytes)) {
     header.format = ImageFormat::kPng;
     check.problem = walkPng(bytes, header, /*need_end=*/true);
   }
-  if (!check.problem.empty()) return check;
-  if (header.format != ImageFormat::kUnknown && (header.width == 0 || header.height == 0)) {
+  if (check.problem.empty() && header.format != ImageFormat::kUnknown &&
+      (header.width == 0 || header.height == 0)) {
     check.problem = "image header gives a size of 0";
-    return check;
   }
+  check.ok = check.problem.empty();
+  return check;
+}
+
+ImageCheck checkImage(std::span<const uint8_t> bytes) {
+  ImageCheck check = checkStructure(bytes);
+  if (!check.ok) return check;
+  check.ok = false;
+  ImageHeader& header = check.header;
+  const int flags = header.format == ImageFormat::kJpeg
+                        ? cv::IMREAD_REDUCED_COLOR_8 | cv::IMREAD_IGNORE_ORIENTATION
+                        : cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION;
   cv::Mat image;
   try {
     const cv::Mat raw(1, static_cast<int>(bytes.size()), CV_8UC1,

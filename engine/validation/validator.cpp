@@ -1,4 +1,4 @@
-#include "engine/validation.h"
+#include "engine/validation/validator.h"
 
 #include <torch/torch.h>
 
@@ -8,10 +8,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "engine/coco_results.h"
-#include "engine/data_setup.h"
 #include "engine/dist/process_group.h"
+#include "engine/inference/coco_results.h"
 #include "engine/model/postprocess.h"
+#include "engine/setup/data_setup.h"
 
 namespace mrcnn::engine {
 namespace {
