@@ -27,7 +27,7 @@ void writeFileAtomic(const std::filesystem::path& path, std::string_view content
   const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : ".";
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) throwWriteError(dir, "cannot create the folder", ec.value(), contents.size());
+  if (ec) throwWriteError(path, "cannot create its folder", ec.value(), contents.size());
 
   constexpr int kSuffix = 4;  // ".tmp"
   std::string temp = (dir / ("." + path.filename().string() + ".XXXXXX.tmp")).string();

@@ -19,7 +19,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 mode="${1:-light}"
 case "$mode" in
   light|full)
+    # GCC warns of maybe-uninitialized inside libstdc++ when it instruments (false positives).
     flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+    flags="$flags -Wno-maybe-uninitialized"
     build="${2:-$root/build/sanitize-address}" ;;
   thread)
     flags="-fsanitize=thread -fno-omit-frame-pointer"

@@ -23,6 +23,7 @@
 #include <set>
 
 #include "dataset/rle.h"
+#include "ui/common/image_file.h"
 #include "ui/common/image_view.h"
 #include "ui/common/layer_controls.h"
 #include "ui/common/overlay.h"
@@ -192,6 +193,45 @@ class DatasetBrowserTest : public QObject {
     QVERIFY2(
         diff / (thumb.width() * thumb.height()) < 12,
         qPrintable(QString("mean difference %1").arg(diff / (thumb.width() * thumb.height()))));
+  }
+
+  // The views' image reader treats every bad file the same: no picture, a problem naming
+  // the file (the engine's rules: dataset/image/decode_image.h); a good file in the stored
+  // pixel grid.
+  void badImagesGiveAProblemNamingTheFile() {
+    QTemporaryDir dir;
+    const QString good_path = QDir(valImages()).entryList({"*.jpg"}, QDir::Files).front();
+    QFile good_file(valImages() + "/" + good_path);
+    QVERIFY(good_file.open(QIODevice::ReadOnly));
+    const QByteArray good = good_file.readAll();
+    QByteArray bomb("\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR\0\0\xea\x60\0\0\xea\x60\x08\x02\0\0\0", 29);
+    bomb += QByteArray(4, '\0') + QByteArray("\0\0\0\0IEND", 8) + QByteArray(4, '\0');
+    const std::map<QString, QByteArray> files = {
+        {"empty.jpg", {}},
+        {"truncated.jpg", good.left(good.size() / 2)},
+        {"text.jpg", "not an image\n"},
+        {"bomb.png", bomb},
+    };
+    const std::map<QString, QString> expected = {
+        {"empty.jpg", "empty file"},
+        {"truncated.jpg", "truncated JPEG"},
+        {"text.jpg", "cannot be decoded"},
+        {"bomb.png", "claims 60000x60000 pixels"},
+    };
+    for (const auto& [name, bytes] : files) {
+      QFile f(dir.filePath(name));
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(bytes);
+      f.close();
+      const ImageFile read = readImageFile(dir.filePath(name));
+      QVERIFY2(read.image.isNull(), qPrintable(name));
+      QVERIFY2(read.problem.startsWith(name + ": ") && read.problem.contains(expected.at(name)),
+               qPrintable(read.problem));
+    }
+    const ImageFile ok = readImageFile(valImages() + "/" + good_path);
+    QVERIFY2(ok.problem.isEmpty() && !ok.image.isNull(), qPrintable(ok.problem));
+    const ImageFile thumb = readImageFile(valImages() + "/" + good_path, QSize(80, 60));
+    QVERIFY(thumb.image.width() <= 80 && thumb.image.height() <= 60);
   }
 
   void filtersNarrowTheGrid() {
