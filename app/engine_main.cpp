@@ -21,8 +21,7 @@ namespace {
 // short spin, then sleep. The runtime reads these when it loads, before main, so the engine
 // sets them and starts itself again; a policy or spin count the user set is left alone.
 void boundedOpenMpSpinning(char** argv) {
-  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr)
-    return;
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
   if (setenv("OMP_WAIT_POLICY", "PASSIVE", 1) != 0 || setenv("GOMP_SPINCOUNT", "20000", 1) != 0)
     return;
   execv("/proc/self/exe", argv);

@@ -19,9 +19,9 @@
 #include <QIcon>
 #include <QTimer>
 #include <cstring>
+#include <iostream>
 #include <limits>
 #include <optional>
-#include <iostream>
 #include <string>
 #include <vector>
 
@@ -170,8 +170,8 @@ std::optional<int> parseCommandLine(const QStringList& args, CommandLine* cl) {
                                  u"Milliseconds to wait before the screenshot (1500)."_qs, u"MS"_qs,
                                  u"1500"_qs);
   for (const auto* o :
-       {&version, &view, &screenshot, &run, &dataset, &images, &image_id, &results,
-        &results_images, &ground_truth, &checkpoint, &score_threshold, &result_image, &warnings,
+       {&version, &view, &screenshot, &run, &dataset, &images, &image_id, &results, &results_images,
+        &ground_truth, &checkpoint, &score_threshold, &result_image, &warnings,
         &warnings_annotations, &warnings_images, &warning_entry, &delay})
     parser.addOption(*o);
 
@@ -190,8 +190,8 @@ std::optional<int> parseCommandLine(const QStringList& args, CommandLine* cl) {
     return 0;
   }
   // A whole number from `min` to `max` into *out, or the usage error naming the option.
-  const auto number = [&](const QCommandLineOption& o, long long min, long long max,
-                          long long* out, const char* what) -> std::optional<int> {
+  const auto number = [&](const QCommandLineOption& o, long long min, long long max, long long* out,
+                          const char* what) -> std::optional<int> {
     bool ok = false;
     *out = parser.value(o).toLongLong(&ok);
     if (!ok || *out < min || *out > max)

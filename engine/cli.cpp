@@ -34,11 +34,25 @@ constexpr const char* kUsage =
     "       export\n";
 
 // Options that take a value; --set may be repeated.
-const std::set<std::string> kValueOptions = {
-    "--spec",    "--task",       "--run-dir",     "--set",       "--annotations",
-    "--results", "--iou-type",   "--metrics-out", "--image-dir", "--output-dir",
-    "--tag",     "--num-shards", "--include-mask", "--images", "--out",
-    "--checkpoint", "--overlay-threshold", "--mode", "--steps"};
+const std::set<std::string> kValueOptions = {"--spec",
+                                             "--task",
+                                             "--run-dir",
+                                             "--set",
+                                             "--annotations",
+                                             "--results",
+                                             "--iou-type",
+                                             "--metrics-out",
+                                             "--image-dir",
+                                             "--output-dir",
+                                             "--tag",
+                                             "--num-shards",
+                                             "--include-mask",
+                                             "--images",
+                                             "--out",
+                                             "--checkpoint",
+                                             "--overlay-threshold",
+                                             "--mode",
+                                             "--steps"};
 
 }  // namespace
 
@@ -54,8 +68,9 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
     if (a == "--version") {
       const RuntimeInfo runtime = runtimeInfo();
       out << "mrcnn-engine " << MRCNN_VERSION << '\n'
-          << "LibTorch " << runtime.torch_version << ", CUDA build: "
-          << (runtime.cuda_built ? "yes" : "no") << ", GPUs available: " << runtime.cuda_devices
+          << "LibTorch " << runtime.torch_version
+          << ", CUDA build: " << (runtime.cuda_built ? "yes" : "no")
+          << ", GPUs available: " << runtime.cuda_devices
           << ", CPU threads: " << runtime.cpu_threads << '\n';
       return kExitOk;
     }
@@ -115,9 +130,8 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
   }
 
   if (task == "dataset_convert" && values.count("--spec")) {
-    for (const char* file_option :
-         {"--image-dir", "--annotations", "--output-dir", "--tag", "--num-shards",
-          "--include-mask"}) {
+    for (const char* file_option : {"--image-dir", "--annotations", "--output-dir", "--tag",
+                                    "--num-shards", "--include-mask"}) {
       if (values.count(file_option)) {
         err << "mrcnn-engine: dataset_convert takes either --spec (the spec's datasets into "
                "the run directory's shards/) or --image-dir, --annotations and --output-dir, "
@@ -182,8 +196,8 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
         inference.overlay_threshold = std::stod(get("--overlay-threshold"), &used);
         if (used != get("--overlay-threshold").size()) throw std::invalid_argument("trailing");
       } catch (const std::exception&) {
-        err << "mrcnn-engine: --overlay-threshold: not a number: \""
-            << get("--overlay-threshold") << "\"\n";
+        err << "mrcnn-engine: --overlay-threshold: not a number: \"" << get("--overlay-threshold")
+            << "\"\n";
         return kExitUsage;
       }
     }

@@ -19,8 +19,10 @@ std::string diskFullMessage(const fs::path& file, uint64_t needed, uint64_t free
                      : err == EDQUOT ? "the disk quota is full"
                                      : "the disk is full";
   std::string text = folderOf(file).string() + ": " + what + ": " + file.filename().string();
-  if (needed > 0) text += " needs " + byteSize(needed);
-  else text += " could not be written";
+  if (needed > 0)
+    text += " needs " + byteSize(needed);
+  else
+    text += " could not be written";
   if (err != EFBIG && free != std::numeric_limits<uint64_t>::max())
     text += ", " + byteSize(free) + " free";
   return text + (err == EFBIG ? "; raise the limit" : "; free some space or choose another folder");
@@ -35,7 +37,9 @@ DiskFullError::DiskFullError(const fs::path& file, uint64_t needed_bytes, int er
       free_(io::freeBytes(folder_)),
       err_(err) {}
 
-bool isDiskFull(int err) { return err == ENOSPC || err == EDQUOT || err == EFBIG; }
+bool isDiskFull(int err) {
+  return err == ENOSPC || err == EDQUOT || err == EFBIG;
+}
 
 void throwWriteError(const fs::path& path, const std::string& what, int err,
                      uint64_t needed_bytes) {
@@ -47,7 +51,8 @@ uint64_t freeBytes(const fs::path& folder) {
   std::error_code ec;
   fs::path p = folder.empty() ? fs::path(".") : folder;
   // The folder may not exist yet: its nearest existing ancestor is on the same disk.
-  while (!fs::exists(p, ec) && p.has_parent_path() && p.parent_path() != p) p = p.parent_path();
+  while (!fs::exists(p, ec) && p.has_parent_path() && p.parent_path() != p)
+    p = p.parent_path();
   const fs::space_info info = fs::space(p, ec);
   if (ec || info.available == static_cast<std::uintmax_t>(-1))
     return std::numeric_limits<uint64_t>::max();

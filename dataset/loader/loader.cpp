@@ -1,5 +1,4 @@
 #include "dataset/loader/loader.h"
-#include "dataset/loader/visit_plan.h"
 
 #include <algorithm>
 #include <chrono>
@@ -18,6 +17,7 @@
 
 #include "dataset/image/decode_image.h"
 #include "dataset/loader/sample_order.h"
+#include "dataset/loader/visit_plan.h"
 
 namespace mrcnn::dataset {
 
@@ -99,8 +99,9 @@ void validate(const LoaderOptions& o, size_t source_size) {
          " does not exist");
   if (o.training && o.shard_count > 1 &&
       source_size < static_cast<uint64_t>(o.batch_size) * o.shard_count)
-    fail("the dataset has " + std::to_string(source_size) + " images, fewer than one global batch (" +
-         std::to_string(o.batch_size) + " x " + std::to_string(o.shard_count) + " ranks)");
+    fail("the dataset has " + std::to_string(source_size) +
+         " images, fewer than one global batch (" + std::to_string(o.batch_size) + " x " +
+         std::to_string(o.shard_count) + " ranks)");
 }
 
 }  // namespace

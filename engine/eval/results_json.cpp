@@ -327,12 +327,11 @@ void rasterizeBoxMasks(LoadedResults& results, const ImageSizes& images) {
     }
   };
   const size_t threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1,
-                                             std::max<size_t>(1, all.size() / 4096));
+                                            std::max<size_t>(1, all.size() / 4096));
   std::vector<std::thread> pool;
   const size_t chunk = (all.size() + threads - 1) / threads;
   for (size_t t = 1; t < threads; ++t)
-    pool.emplace_back(work, std::min(all.size(), t * chunk),
-                      std::min(all.size(), (t + 1) * chunk));
+    pool.emplace_back(work, std::min(all.size(), t * chunk), std::min(all.size(), (t + 1) * chunk));
   work(0, std::min(all.size(), chunk));
   for (std::thread& t : pool)
     t.join();

@@ -3,7 +3,9 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
+#include <map>
 #include <system_error>
 
 #include "dataset/image/decode_image.h"
@@ -42,8 +44,43 @@ std::vector<std::filesystem::path> listImages(const std::filesystem::path& file_
   return out;
 }
 
-InputBatch readImages(const std::vector<std::filesystem::path>& paths,
-                      const InputOptions& options) {
+namespace {
+
+// The padded size of a batch of these inputs.
+std::array<int, 2> paddedSize(const std::vector<InputImage>& inputs, const InputOptions& options) {
+  int height = 0, width = 0;
+  for (const auto& in : inputs) {
+    height = std::max(height, in.height);
+    width = std::max(width, in.width);
+  }
+  if (options.pad_to_canvas && options.resize.mode == dataset::ResizeMode::kFixed) {
+    height = std::max(height, options.resize.canvas_height);
+    width = std::max(width, options.resize.canvas_width);
+  }
+  return {dataset::roundUp(height, options.pad_multiple),
+          dataset::roundUp(width, options.pad_multiple)};
+}
+
+// Fills images and sizes of a batch whose inputs and originals are set.
+void assemble(InputBatch& batch, const InputOptions& options) {
+  if (batch.inputs.empty()) return;
+  const auto [height, width] = paddedSize(batch.inputs, options);
+  const int64_t n = static_cast<int64_t>(batch.inputs.size());
+  batch.images = at::zeros({n, 3, height, width}, at::kFloat);
+  batch.sizes.padded = {height, width};
+  float* data = batch.images.data_ptr<float>();
+  const size_t plane = static_cast<size_t>(height) * static_cast<size_t>(width);
+  for (int64_t i = 0; i < n; ++i) {
+    const auto& in = batch.inputs[static_cast<size_t>(i)];
+    dataset::resizeNormalize(batch.originals[static_cast<size_t>(i)], /*bgr=*/true, in.height,
+                             in.width, /*flip=*/false, data + static_cast<size_t>(i) * 3 * plane,
+                             static_cast<size_t>(width), plane);
+    batch.sizes.images.push_back({in.height, in.width});
+  }
+}
+
+// Decodes the files: inputs and originals of the readable ones, the others skipped.
+InputBatch decodeAll(const std::vector<std::filesystem::path>& paths, const InputOptions& options) {
   TORCH_CHECK(options.pad_multiple >= 1, "readImages: pad_multiple must be at least 1");
   InputBatch batch;
   for (const auto& path : paths) {
@@ -57,32 +94,37 @@ InputBatch readImages(const std::vector<std::filesystem::path>& paths,
     batch.inputs.push_back({path, image.rows, image.cols, r.height, r.width});
     batch.originals.push_back(std::move(image));
   }
-  if (batch.inputs.empty()) return batch;
-  int height = 0, width = 0;
-  for (const auto& in : batch.inputs) {
-    height = std::max(height, in.height);
-    width = std::max(width, in.width);
-  }
-  if (options.pad_to_canvas && options.resize.mode == dataset::ResizeMode::kFixed) {
-    height = std::max(height, options.resize.canvas_height);
-    width = std::max(width, options.resize.canvas_width);
-  }
-  height = dataset::roundUp(height, options.pad_multiple);
-  width = dataset::roundUp(width, options.pad_multiple);
-
-  const int64_t n = static_cast<int64_t>(batch.inputs.size());
-  batch.images = at::zeros({n, 3, height, width}, at::kFloat);
-  batch.sizes.padded = {height, width};
-  float* data = batch.images.data_ptr<float>();
-  const size_t plane = static_cast<size_t>(height) * static_cast<size_t>(width);
-  for (int64_t i = 0; i < n; ++i) {
-    const auto& in = batch.inputs[static_cast<size_t>(i)];
-    dataset::resizeNormalize(batch.originals[static_cast<size_t>(i)], /*bgr=*/true, in.height,
-                             in.width, /*flip=*/false, data + static_cast<size_t>(i) * 3 * plane,
-                             static_cast<size_t>(width), plane);
-    batch.sizes.images.push_back({in.height, in.width});
-  }
   return batch;
+}
+
+}  // namespace
+
+InputBatch readImages(const std::vector<std::filesystem::path>& paths,
+                      const InputOptions& options) {
+  InputBatch batch = decodeAll(paths, options);
+  assemble(batch, options);
+  return batch;
+}
+
+std::vector<SizedBatch> readImagesBySize(const std::vector<std::filesystem::path>& paths,
+                                         const InputOptions& options) {
+  InputBatch all = decodeAll(paths, options);
+  std::vector<SizedBatch> out;
+  std::map<std::array<int, 2>, size_t> by_size;  // padded size -> position in out
+  for (size_t i = 0; i < all.inputs.size(); ++i) {
+    const std::array<int, 2> size = paddedSize({all.inputs[i]}, options);
+    const auto [it, added] = by_size.emplace(size, out.size());
+    if (added) out.emplace_back();
+    SizedBatch& group = out[it->second];
+    group.batch.inputs.push_back(all.inputs[i]);
+    group.batch.originals.push_back(std::move(all.originals[i]));
+    group.index.push_back(i);
+  }
+  for (SizedBatch& group : out)
+    assemble(group.batch, options);
+  if (out.empty()) out.emplace_back();
+  out.front().batch.skipped = std::move(all.skipped);
+  return out;
 }
 
 }  // namespace mrcnn::engine

@@ -7,11 +7,10 @@
 
 #include <array>
 #include <filesystem>
+#include <opencv2/core/mat.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <opencv2/core/mat.hpp>
 
 #include "dataset/loader/transform.h"
 #include "engine/model/rpn.h"  // ImageSizes
@@ -61,5 +60,17 @@ std::vector<std::filesystem::path> listImages(const std::filesystem::path& file_
 // empty, truncated, not an image, more pixels than the limit) are listed in `skipped` and the
 // rest go on: one bad file never costs the others.
 InputBatch readImages(const std::vector<std::filesystem::path>& paths, const InputOptions& options);
+
+// The same, as batches of one padded size each, in the order their first image was given
+// (`index` in each batch: the position of its images among the readable ones). An image
+// padded beyond its own size in a batch of larger ones gets other detections than alone:
+// the RPN ranks the anchors of the padding too. Batched this way, an image's detections are
+// those it gets alone, whichever files share its batch. Skipped files are in the first batch.
+struct SizedBatch {
+  InputBatch batch;
+  std::vector<size_t> index;
+};
+std::vector<SizedBatch> readImagesBySize(const std::vector<std::filesystem::path>& paths,
+                                         const InputOptions& options);
 
 }  // namespace mrcnn::engine

@@ -25,7 +25,8 @@ void drawOverlay(cv::Mat& image, const std::vector<OverlayInstance>& instances,
   std::iota(order.begin(), order.end(), size_t{0});
   std::sort(order.begin(), order.end(),
             [&](size_t a, size_t b) { return instances[a].score < instances[b].score; });
-  const int thickness = std::max(1, static_cast<int>(std::lround(std::min(image.rows, image.cols) / 320.0)));
+  const int thickness =
+      std::max(1, static_cast<int>(std::lround(std::min(image.rows, image.cols) / 320.0)));
   const double font_scale = std::max(0.4, std::min(image.rows, image.cols) / 900.0);
 
   for (size_t k : order) {
@@ -40,8 +41,8 @@ void drawOverlay(cv::Mat& image, const std::vector<OverlayInstance>& instances,
         for (int x = 0; x < image.cols; ++x) {
           if (!m[x]) continue;
           for (int ch = 0; ch < 3; ++ch) {
-            p[x][ch] = cv::saturate_cast<uint8_t>((1.0 - mask_opacity) * p[x][ch] +
-                                                  mask_opacity * c[ch]);
+            p[x][ch] =
+                cv::saturate_cast<uint8_t>((1.0 - mask_opacity) * p[x][ch] + mask_opacity * c[ch]);
           }
         }
       }
@@ -63,8 +64,8 @@ void drawOverlay(cv::Mat& image, const std::vector<OverlayInstance>& instances,
     cv::rectangle(image, cv::Point(p1.x, top),
                   cv::Point(p1.x + size.width + 2, top + size.height + baseline + 2), colour,
                   cv::FILLED);
-    cv::putText(image, label, cv::Point(p1.x + 1, top + size.height + 1),
-                cv::FONT_HERSHEY_SIMPLEX, font_scale, cv::Scalar(20, 20, 20), 1, cv::LINE_AA);
+    cv::putText(image, label, cv::Point(p1.x + 1, top + size.height + 1), cv::FONT_HERSHEY_SIMPLEX,
+                font_scale, cv::Scalar(20, 20, 20), 1, cv::LINE_AA);
   }
 }
 

@@ -1,9 +1,9 @@
 #include "engine/setup/data_setup.h"
 
 #include <ATen/ATen.h>
+#include <glob.h>
 
 #include <algorithm>
-#include <glob.h>
 #include <stdexcept>
 
 #include "dataset/loader/shard_source.h"
@@ -18,7 +18,7 @@ dataset::LoaderOptions loaderOptionsFromSpec(const spec::LoadedSpec& loaded, boo
   o.batch_size = training ? s.train_batch_size() : std::max<uint32_t>(1, s.eval_batch_size());
   o.seed = s.seed();
   o.resize_mode = d.resize_mode() == "shorter_side" ? dataset::ResizeMode::kShorterSide
-                                                     : dataset::ResizeMode::kFixed;
+                                                    : dataset::ResizeMode::kFixed;
   o.image_height = loaded.resolved.image_height;
   o.image_width = loaded.resolved.image_width;
   o.min_size = d.min_size();
@@ -44,7 +44,8 @@ std::vector<std::filesystem::path> globFiles(const std::string& pattern) {
   glob_t g{};
   std::vector<std::filesystem::path> out;
   if (::glob(pattern.c_str(), 0, nullptr, &g) == 0) {
-    for (size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
+    for (size_t i = 0; i < g.gl_pathc; ++i)
+      out.emplace_back(g.gl_pathv[i]);
   }
   ::globfree(&g);
   return out;
@@ -87,7 +88,8 @@ at::Tensor batchImages(const dataset::Batch& batch) {
 model::ImageSizes batchSizes(const dataset::Batch& batch) {
   model::ImageSizes sizes;
   sizes.padded = {batch.height, batch.width};
-  for (const auto& m : batch.meta) sizes.images.push_back({m.height, m.width});
+  for (const auto& m : batch.meta)
+    sizes.images.push_back({m.height, m.width});
   return sizes;
 }
 
@@ -96,7 +98,8 @@ model::MaskRCNNTargets batchTargets(const dataset::Batch& batch, bool with_masks
   for (size_t i = 0; i < batch.size(); ++i) {
     const dataset::Targets& g = batch.targets[i];
     const auto n = static_cast<int64_t>(g.size());
-    t.boxes.push_back(at::from_blob(const_cast<float*>(g.boxes.data()), {n, 4}, at::kFloat).clone());
+    t.boxes.push_back(
+        at::from_blob(const_cast<float*>(g.boxes.data()), {n, 4}, at::kFloat).clone());
     t.labels.push_back(
         at::from_blob(const_cast<int64_t*>(g.labels.data()), {n}, at::kLong).clone());
     if (with_masks) {

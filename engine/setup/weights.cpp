@@ -76,8 +76,10 @@ WeightsReport loadWeights(model::MaskRCNNImpl& model, const std::filesystem::pat
       std::ostringstream os;
       os << file.string() << ": does not fit the model (skip_checkpoint_variables \"" << skip
          << "\" leaves them):";
-      for (const auto& m : missing) os << "\n  missing key " << m;
-      for (const auto& u : unexpected) os << "\n  unexpected key " << u;
+      for (const auto& m : missing)
+        os << "\n  missing key " << m;
+      for (const auto& u : unexpected)
+        os << "\n  unexpected key " << u;
       throw model::StateDictError(os.str());
     }
   }

@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 #include <torch/cuda.h>
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -12,7 +13,6 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 
 #if defined(MRCNN_TORCH_HAS_CUDA)
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -56,15 +56,19 @@ FakeBatch fakeBatch(int64_t count, int64_t height, int64_t width, int64_t classe
     for (int64_t k = 0; k < 3; ++k) {
       const float x0 = static_cast<float>(width) * (0.05f + 0.25f * static_cast<float>(k));
       const float y0 = static_cast<float>(height) * (0.1f + 0.2f * static_cast<float>(k));
-      const float x1 = std::min(static_cast<float>(width) - 1, x0 + static_cast<float>(width) * 0.3f);
-      const float y1 = std::min(static_cast<float>(height) - 1, y0 + static_cast<float>(height) * 0.35f);
+      const float x1 =
+          std::min(static_cast<float>(width) - 1, x0 + static_cast<float>(width) * 0.3f);
+      const float y1 =
+          std::min(static_cast<float>(height) - 1, y0 + static_cast<float>(height) * 0.35f);
       boxes.insert(boxes.end(), {x0, y0, x1, y1});
-      masks[k].slice(0, static_cast<int64_t>(y0), static_cast<int64_t>(y1))
+      masks[k]
+          .slice(0, static_cast<int64_t>(y0), static_cast<int64_t>(y1))
           .slice(1, static_cast<int64_t>(x0), static_cast<int64_t>(x1))
           .fill_(1);
     }
     b.targets.boxes.push_back(at::tensor(boxes).view({3, 4}).to(device));
-    b.targets.labels.push_back((at::arange(3, at::kLong) % std::max<int64_t>(1, classes - 1) + 1).to(device));
+    b.targets.labels.push_back(
+        (at::arange(3, at::kLong) % std::max<int64_t>(1, classes - 1) + 1).to(device));
     if (with_masks) b.targets.masks.push_back(masks.to(device));
   }
   return b;
@@ -138,8 +142,10 @@ int runBenchmark(const TaskOptions& options, const BenchmarkOptions& bench, std:
     model::MaskRCNN net(model_options);
     net->to(device);
     const dataset::LoaderOptions lo = loaderOptionsFromSpec(*maybe, training);
-    const int64_t height = lo.resize_mode == dataset::ResizeMode::kFixed ? lo.image_height : lo.min_size;
-    const int64_t width = lo.resize_mode == dataset::ResizeMode::kFixed ? lo.image_width : lo.max_size;
+    const int64_t height =
+        lo.resize_mode == dataset::ResizeMode::kFixed ? lo.image_height : lo.min_size;
+    const int64_t width =
+        lo.resize_mode == dataset::ResizeMode::kFixed ? lo.image_width : lo.max_size;
     const int64_t batch = training ? s.train_batch_size() : s.eval_batch_size();
     const bool masks = s.maskrcnn_config().include_mask();
     events.write(train::startEvent("benchmark", options.spec_path.string(), "", choice.name,
@@ -191,19 +197,21 @@ int runBenchmark(const TaskOptions& options, const BenchmarkOptions& bench, std:
       if (i >= warmup) times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
     }
     double total = 0;
-    for (double t : times) total += t;
-    const double images_per_second =
-        static_cast<double>(batch) * static_cast<double>(env.world_size) *
-        static_cast<double>(times.size()) / std::max(1e-9, total);
+    for (double t : times)
+      total += t;
+    const double images_per_second = static_cast<double>(batch) *
+                                     static_cast<double>(env.world_size) *
+                                     static_cast<double>(times.size()) / std::max(1e-9, total);
     double memory = peakResidentMiB();
     std::string memory_kind = "peak RSS";
 #if defined(MRCNN_TORCH_HAS_CUDA)
     if (device.is_cuda()) {
       const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
-      memory = static_cast<double>(
-                   stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)]
-                       .peak) /
-               (1024.0 * 1024.0);
+      memory =
+          static_cast<double>(
+              stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)]
+                  .peak) /
+          (1024.0 * 1024.0);
       memory_kind = "peak CUDA memory allocated (rank 0)";
     }
 #endif
@@ -216,8 +224,9 @@ int runBenchmark(const TaskOptions& options, const BenchmarkOptions& bench, std:
                   memory_kind.c_str(), memory);
     if (parallel) {
       char more[128];
-      std::snprintf(more, sizeof more, "; gradient all-reduce %.1f ms per step",
-                    parallel->takeAllReduceSeconds() * 1000.0 / static_cast<double>(warmup + steps));
+      std::snprintf(
+          more, sizeof more, "; gradient all-reduce %.1f ms per step",
+          parallel->takeAllReduceSeconds() * 1000.0 / static_cast<double>(warmup + steps));
       std::strncat(line, more, sizeof line - std::strlen(line) - 1);
     }
     events.write(train::logEvent(line));

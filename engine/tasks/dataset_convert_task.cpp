@@ -167,8 +167,8 @@ int convertFromSpec(const TaskOptions& options, const spec::LoadedSpec& loaded,
     } catch (const dataset::ConvertError& e) {
       return report.fail("bad_dataset", e.what(), kExitBadData);
     } catch (const std::exception& e) {
-      return report.fail(e, "convert_failed", split.tag + ": dataset_convert failed: ",
-                         kExitFailed);
+      return report.fail(e, "convert_failed",
+                         split.tag + ": dataset_convert failed: ", kExitFailed);
     }
     std::string text = split.tag + ":";
     for (const std::string& line : resultLines(result, convert.include_mask))

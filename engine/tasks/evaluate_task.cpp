@@ -173,12 +173,13 @@ int runEvaluateFiles(const EvaluateFilesOptions& options, std::ostream& out, std
           << '\n';
     }
     std::vector<int64_t> category_ids;
-    for (const auto& c : gt.categories()) category_ids.push_back(c.id);
+    for (const auto& c : gt.categories())
+      category_ids.push_back(c.id);
     const eval::ImageSizes sizes = eval::imageSizes(gt);
     eval::LoadedResults results = eval::loadResults(options.results, sizes, category_ids);
     for (const auto& w : results.warnings) {
-      err << options.results.string() << ": warning: byte " << w.byte_offset << ": ["
-          << w.index << "]: " << w.message << '\n';
+      err << options.results.string() << ": warning: byte " << w.byte_offset << ": [" << w.index
+          << "]: " << w.message << '\n';
     }
     const bool segm = type == "segm" || type == "both" || (type.empty() && results.has_masks);
     const bool bbox = type != "segm";
@@ -193,8 +194,8 @@ int runEvaluateFiles(const EvaluateFilesOptions& options, std::ostream& out, std
         << secondsSince(started) << " s\n";
 
     eval::EvaluationReport report;
-    for (const auto& [enabled, iou, name] :
-         {std::tuple{bbox, eval::IouType::Bbox, "bbox"}, std::tuple{segm, eval::IouType::Segm, "segm"}}) {
+    for (const auto& [enabled, iou, name] : {std::tuple{bbox, eval::IouType::Bbox, "bbox"},
+                                             std::tuple{segm, eval::IouType::Segm, "segm"}}) {
       if (!enabled) continue;
       // Timed from the ground truth's preparation (its masks for segm) to the summary, as
       // COCOeval's evaluate, accumulate and summarize are.
@@ -202,7 +203,8 @@ int runEvaluateFiles(const EvaluateFilesOptions& options, std::ostream& out, std
       const eval::EvalSet set = eval::groundTruthSet(gt, iou);
       eval::EvalParams params;
       // MRCNN_EVAL_THREADS caps the threads (benchmarks compare one and all cores).
-      if (const char* threads = std::getenv("MRCNN_EVAL_THREADS")) params.threads = std::atoi(threads);
+      if (const char* threads = std::getenv("MRCNN_EVAL_THREADS"))
+        params.threads = std::atoi(threads);
       eval::EvalResult r = eval::evaluate(set, results.detections, iou, params);
       out << "Evaluate annotation type *" << name << "* (" << secondsSince(t0) << " s)\n"
           << eval::summaryText(r);

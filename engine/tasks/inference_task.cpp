@@ -48,8 +48,7 @@ struct Category {
 
 // Contiguous label -> category, from the dataset json the model was trained on (label i is
 // the i-th category in id order, as the loader numbers them); "class <label>" without one.
-std::vector<Category> categoryTable(const fs::path& json, int64_t num_classes,
-                                    bool labels_are_ids,
+std::vector<Category> categoryTable(const fs::path& json, int64_t num_classes, bool labels_are_ids,
                                     std::map<std::string, int64_t>* image_ids) {
   std::vector<Category> table(static_cast<size_t>(num_classes));
   for (int64_t l = 0; l < num_classes; ++l) {
@@ -67,7 +66,8 @@ std::vector<Category> categoryTable(const fs::path& json, int64_t num_classes,
       table[i + 1] = {categories[i].id, categories[i].name};
     }
   }
-  for (const auto& image : coco.images()) (*image_ids)[std::string(image.file_name)] = image.id;
+  for (const auto& image : coco.images())
+    (*image_ids)[std::string(image.file_name)] = image.id;
   return table;
 }
 
@@ -84,8 +84,9 @@ fs::path namesJson(const DataFiles& data, TaskReport& report) {
   }
   if (!missing.empty()) {
     report.warn("no_category_names",
-                missing + ": no such file; detections carry their labels as category ids and "
-                          "are named \"class N\"");
+                missing +
+                    ": no such file; detections carry their labels as category ids and "
+                    "are named \"class N\"");
   }
   return {};
 }
@@ -126,10 +127,10 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
   try {
     images = listImages(source);
   } catch (const std::exception& e) {
-    return report.fail("bad_images",
-                       std::string(from_spec ? "data_config.val_image_dir: " : "--images: ") +
-                           e.what(),
-                       kExitBadData);
+    return report.fail(
+        "bad_images",
+        std::string(from_spec ? "data_config.val_image_dir: " : "--images: ") + e.what(),
+        kExitBadData);
   }
   report.write(train::startEvent("inference", options.spec_path.string(),
                                  has_run_dir ? run_dir.string() : std::string(), device.name, 1,
@@ -175,7 +176,7 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
   InputOptions input;
   const auto& d = s.data_config();
   input.resize.mode = d.resize_mode() == "shorter_side" ? dataset::ResizeMode::kShorterSide
-                                                         : dataset::ResizeMode::kFixed;
+                                                        : dataset::ResizeMode::kFixed;
   input.resize.canvas_height = loaded.resolved.image_height;
   input.resize.canvas_width = loaded.resolved.image_width;
   input.resize.min_size = static_cast<int>(d.min_size());
@@ -214,24 +215,38 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
       for (size_t i = first; i < std::min(images.size(), first + batch_size); ++i) {
         paths.push_back(images[i]);
       }
-      const InputBatch batch = readImages(paths, input);
-      for (const SkippedImage& bad : batch.skipped) {
+      // Batches of one padded size: each image's detections are those it gets alone.
+      const std::vector<SizedBatch> groups = readImagesBySize(paths, input);
+      for (const SkippedImage& bad : groups.front().batch.skipped) {
         const auto found = image_ids.find(relativeName(bad.path).generic_string());
         report.warn("unreadable_image", bad.path.string() + ": " + bad.problem + "; skipped",
                     found != image_ids.end() ? found->second : 0);
         ++skipped;
       }
-      const std::vector<model::Detections> dets =
-          batch.inputs.empty() ? std::vector<model::Detections>()
-                               : net->detect(batch.images.to(torch_device), batch.sizes);
-      for (size_t i = 0; i < dets.size(); ++i) {
-        const InputImage& in = batch.inputs[i];
+      struct Ran {
+        const InputImage* input = nullptr;
+        const cv::Mat* original = nullptr;
+        model::Detections detections;
+      };
+      std::vector<Ran> ran;  // in the order of the files
+      for (const SizedBatch& group : groups) {
+        if (group.batch.inputs.empty()) continue;
+        const std::vector<model::Detections> dets =
+            net->detect(group.batch.images.to(torch_device), group.batch.sizes);
+        for (size_t k = 0; k < dets.size(); ++k) {
+          if (ran.size() <= group.index[k]) ran.resize(group.index[k] + 1);
+          ran[group.index[k]] = {&group.batch.inputs[k], &group.batch.originals[k], dets[k]};
+        }
+      }
+      for (size_t i = 0; i < ran.size(); ++i) {
+        const InputImage& in = *ran[i].input;
+        const model::Detections& det = ran[i].detections;
         const fs::path relative = relativeName(in.path);
         const auto found = image_ids.find(relative.generic_string());
         const int64_t image_id = found != image_ids.end() ? found->second : next_id;
         ++next_id;
-        model::Detections cpu{dets[i].boxes.cpu(), dets[i].scores.cpu(), dets[i].labels.cpu(),
-                              dets[i].masks.defined() ? dets[i].masks.cpu() : at::Tensor()};
+        model::Detections cpu{det.boxes.cpu(), det.scores.cpu(), det.labels.cpu(),
+                              det.masks.defined() ? det.masks.cpu() : at::Tensor()};
         const model::ImageDetections result = model::toOriginalImage(
             cpu, {in.height, in.width}, {in.original_height, in.original_width});
         std::vector<int64_t> category_ids;
@@ -269,15 +284,15 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
                                    : nullptr});
           }
         }
-        cv::Mat image = batch.originals[i].clone();
+        cv::Mat image = ran[i].original->clone();
         drawOverlay(image, overlay);
         std::vector<uint8_t> png;
         cv::imencode(".png", image, png);
         const fs::path overlay_path =
             out_dir / relative.parent_path() / (relative.stem().string() + ".png");
         fs::create_directories(overlay_path.parent_path(), ec);
-        io::writeFileAtomic(overlay_path,
-                        std::string_view(reinterpret_cast<const char*>(png.data()), png.size()));
+        io::writeFileAtomic(
+            overlay_path, std::string_view(reinterpret_cast<const char*>(png.data()), png.size()));
         if (!report.events()) {
           out << "[" << first + i + 1 << "/" << images.size() << "] " << relative.generic_string()
               << ": " << result.boxes.size(0) << " detections, " << overlay.size()
@@ -291,10 +306,10 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
       report.write(train::itemProgressEvent(done, rate, eta, processResidentMiB()));
     }
   } catch (const std::exception& e) {
-    return report.fail(e, "inference_failed",
-                       "image " + std::to_string(done + 1) + " of " +
-                           std::to_string(images.size()) + ": ",
-                       kExitFailed);
+    return report.fail(
+        e, "inference_failed",
+        "image " + std::to_string(done + 1) + " of " + std::to_string(images.size()) + ": ",
+        kExitFailed);
   }
   json.endArray();
 

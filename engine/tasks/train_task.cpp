@@ -42,7 +42,9 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+double seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
 
 struct TrainTask {
   const TaskOptions& options;
@@ -86,9 +88,10 @@ int TrainTask::run() {
                 kExitBadSpec);
   }
   std::ostringstream info;
-  info << "LibTorch " << runtime.torch_version << " (CUDA build: "
-       << (runtime.cuda_built ? "yes" : "no") << ", GPUs: " << runtime.cuda_devices
-       << ", CPU threads: " << runtime.cpu_threads << "); device " << device_choice.name;
+  info << "LibTorch " << runtime.torch_version
+       << " (CUDA build: " << (runtime.cuda_built ? "yes" : "no")
+       << ", GPUs: " << runtime.cuda_devices << ", CPU threads: " << runtime.cpu_threads
+       << "); device " << device_choice.name;
   log(info.str());
 
   // The process group first: rank 0 prepares the data (the shapes dataset is generated
@@ -149,8 +152,8 @@ int TrainTask::run() {
   if (!s.has_total_steps()) {
     const uint64_t per_epoch =
         s.num_examples_per_epoch() ? s.num_examples_per_epoch() : train_source->size();
-    total_steps = std::max<uint64_t>(1, s.num_epochs() * per_epoch /
-                                            (uint64_t{batch_size} * accumulation * world));
+    total_steps = std::max<uint64_t>(
+        1, s.num_epochs() * per_epoch / (uint64_t{batch_size} * accumulation * world));
   }
 
   // The model, its weights, the optimiser: from the last checkpoint when resuming.
@@ -178,9 +181,8 @@ int TrainTask::run() {
       fs::path file(s.checkpoint());
       if (file.is_relative()) file = loaded.resolved.spec_dir / file;
       const WeightsReport report = loadWeights(*net, file, s.skip_checkpoint_variables());
-      log("weights: " + file.string() + " (" + report.kind + ", " +
-          std::to_string(report.loaded) + " tensors, " + std::to_string(report.skipped.size()) +
-          " skipped)");
+      log("weights: " + file.string() + " (" + report.kind + ", " + std::to_string(report.loaded) +
+          " tensors, " + std::to_string(report.skipped.size()) + " skipped)");
     }
   } catch (const std::exception& e) {
     return fail("bad_checkpoint", e.what(), kExitBadData);
@@ -233,8 +235,8 @@ int TrainTask::run() {
   }
   std::unique_ptr<dist::DataParallel> parallel;
   if (group) {
-    parallel = std::make_unique<dist::DataParallel>(*group, train::Solver::trainableParameters(*net),
-                                                    s.dist_bucket_mib());
+    parallel = std::make_unique<dist::DataParallel>(
+        *group, train::Solver::trainableParameters(*net), s.dist_bucket_mib());
   }
 
   dataset::LoaderOptions loader_options = loaderOptionsFromSpec(loaded, /*training=*/true);
@@ -308,8 +310,8 @@ int TrainTask::run() {
     std::ostringstream inference_out, inference_err;
     const int code = runInference(inference_options, inference, inference_out, inference_err);
     if (code != kExitOk) {
-      events.write(train::warningEvent("overlays_failed", "validation overlays were not drawn: " +
-                                                              inference_err.str()));
+      events.write(train::warningEvent(
+          "overlays_failed", "validation overlays were not drawn: " + inference_err.str()));
     } else {
       log("overlays of the validation images in " + run_dir.inferenceDir().string());
       summary << "; overlays in " << run_dir.inferenceDir().string();
@@ -341,7 +343,7 @@ int runTrain(const TaskOptions& options, std::ostream& out, std::ostream& err) {
       spec::Experiment as_run = loaded.spec;
       spec::anchorPaths(&as_run, loaded.resolved.spec_dir);
       io::writeFileAtomic(run_dir.specFile(), "# " + options.spec_path.string() + ", as run\n" +
-                                              spec::printResolved(as_run));
+                                                  spec::printResolved(as_run));
     }
   } catch (const std::exception& e) {
     err << "error: run directory: " << e.what() << '\n';
@@ -352,8 +354,10 @@ int runTrain(const TaskOptions& options, std::ostream& out, std::ostream& err) {
   try {
     train::EventWriterOptions writer_options;
     writer_options.rank = rank;
-    if (rank == 0) writer_options.events_file = run_dir.eventsFile();
-    else writer_options.stdout_fd = -1;
+    if (rank == 0)
+      writer_options.events_file = run_dir.eventsFile();
+    else
+      writer_options.stdout_fd = -1;
     train::EventWriter events(writer_options);
     TrainTask task{options, loaded, *launch.env, run_dir, events, err};
     return task.run();

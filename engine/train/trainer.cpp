@@ -96,9 +96,12 @@ MicroBatch Trainer::forward(const dataset::Batch& batch, model::MaskRCNNLosses& 
   for (const dataset::ImageMeta& m : batch.meta)
     targets.sample_keys.push_back(sampleKey(options_.seed, batch.epoch, m.source_index));
   const c10::Device& device = options_.device;
-  for (auto& t : targets.boxes) t = t.to(device);
-  for (auto& t : targets.labels) t = t.to(device);
-  for (auto& t : targets.masks) t = t.to(device);
+  for (auto& t : targets.boxes)
+    t = t.to(device);
+  for (auto& t : targets.labels)
+    t = t.to(device);
+  for (auto& t : targets.masks)
+    t = t.to(device);
   {
     AutocastScope autocast(options_.amp, device.type(), options_.amp_dtype);
     losses = net_.losses(engine::batchImages(batch).to(device), engine::batchSizes(batch), targets);

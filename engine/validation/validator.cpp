@@ -25,7 +25,8 @@ void put(std::string& out, const T& v) {
 template <typename T>
 T take(const std::string& in, size_t& at) {
   T v{};
-  if (at + sizeof v > in.size()) throw std::runtime_error("sharded evaluation: truncated detections");
+  if (at + sizeof v > in.size())
+    throw std::runtime_error("sharded evaluation: truncated detections");
   std::memcpy(&v, in.data() + at, sizeof v);
   at += sizeof v;
   return v;
@@ -104,16 +105,20 @@ Validator::Validator(std::shared_ptr<const dataset::CocoDataset> ground_truth,
   category_ids_.push_back(0);
   if (labels_are_ids) {
     int64_t largest = 0;
-    for (const auto& c : ground_truth_->categories()) largest = std::max(largest, c.id);
-    for (int64_t id = 1; id <= largest; ++id) category_ids_.push_back(id);
+    for (const auto& c : ground_truth_->categories())
+      largest = std::max(largest, c.id);
+    for (int64_t id = 1; id <= largest; ++id)
+      category_ids_.push_back(id);
   } else {
-    for (int64_t id : source_->categoryIds()) category_ids_.push_back(id);
+    for (int64_t id : source_->categoryIds())
+      category_ids_.push_back(id);
   }
   std::vector<int64_t> images;
   const size_t n = options_.eval_samples == 0
                        ? source_->size()
                        : std::min<size_t>(options_.eval_samples, source_->size());
-  for (size_t i = 0; i < n; ++i) images.push_back(source_->imageId(i));
+  for (size_t i = 0; i < n; ++i)
+    images.push_back(source_->imageId(i));
   evaluator_ = std::make_unique<eval::CocoEvaluator>(*ground_truth_, with_masks_, images);
 }
 
@@ -132,7 +137,8 @@ ValidationResult Validator::run(model::MaskRCNNImpl& model, const c10::Device& d
   }
   dataset::Loader loader(source_, options);
   while (auto batch = loader.next()) {
-    for (auto& w : batch->warnings) result.warnings.push_back(w);
+    for (auto& w : batch->warnings)
+      result.warnings.push_back(w);
     const std::vector<model::Detections> dets =
         model.detect(batchImages(*batch).to(device), batchSizes(*batch));
     for (size_t i = 0; i < dets.size(); ++i) {
@@ -167,7 +173,8 @@ ValidationResult Validator::run(model::MaskRCNNImpl& model, const c10::Device& d
     }
     per_image.clear();
     result.images = 0;
-    for (const std::string& bytes : all) result.images += unpack(bytes, per_image);
+    for (const std::string& bytes : all)
+      result.images += unpack(bytes, per_image);
     // File order, as one process meets the images: pycocotools breaks score ties by it.
     std::stable_sort(per_image.begin(), per_image.end(),
                      [](const ImageDetections& a, const ImageDetections& b) {
@@ -176,7 +183,8 @@ ValidationResult Validator::run(model::MaskRCNNImpl& model, const c10::Device& d
   }
   std::vector<eval::Detection> detections;
   for (ImageDetections& im : per_image)
-    for (eval::Detection& d : im.detections) detections.push_back(std::move(d));
+    for (eval::Detection& d : im.detections)
+      detections.push_back(std::move(d));
   result.report = evaluator_->evaluate(std::move(detections));
   result.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

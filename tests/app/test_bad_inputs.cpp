@@ -25,8 +25,8 @@ using mrcnn::testing::writeFile;
 
 constexpr int kTimeoutMs = 180000;
 
-Run engine(const QStringList& args, const QProcessEnvironment& env =
-                                        QProcessEnvironment::systemEnvironment()) {
+Run engine(const QStringList& args,
+           const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment()) {
   return runProcess(binDir() + "/mrcnn-engine", args, env, kTimeoutMs);
 }
 
@@ -47,8 +47,7 @@ QByteArray readAll(const QString& path) {
 }
 
 // The events of a stream of lines; false when a line is not a whole event (a torn line).
-bool parseEvents(const QByteArray& text, std::vector<mrcnn::events::Event>* events,
-                 QString* bad) {
+bool parseEvents(const QByteArray& text, std::vector<mrcnn::events::Event>* events, QString* bad) {
   for (const QByteArray& line : text.split('\n')) {
     if (line.isEmpty()) continue;
     const auto e = mrcnn::events::parseJsonLine(line.toStdString());
@@ -177,8 +176,8 @@ class BadInputsTest : public QObject {
  private slots:
   void initTestCase() {
     shapes_ = fixture_.filePath("shapes");
-    const Run r = engine(shapesArgs(fixture_.filePath("runs"),
-                                    {"--set", "total_steps=1", "--set", "save_checkpoints_steps=1"}));
+    const Run r = engine(shapesArgs(fixture_.filePath("runs"), {"--set", "total_steps=1", "--set",
+                                                                "save_checkpoints_steps=1"}));
     QVERIFY2(r.code == 0, qPrintable(r.err.right(3000)));
     checkpoint_ = fixture_.filePath("runs/shapes_resnet18/checkpoints/model.step-1.pt");
     QVERIFY(QFile::exists(checkpoint_));
@@ -223,9 +222,9 @@ class BadInputsTest : public QObject {
     writeFile(dir, "images/truncated.jpg", good.left(good.size() / 2));
     writeFile(dir, "images/text.jpg", "this is not an image\n");
     const QString out = dir.filePath("out");
-    const Run r = engine(shapesArgs(dir.filePath("runs"), {"--task", "inference", "--checkpoint",
-                                                           checkpoint_, "--images", images,
-                                                           "--out", out}));
+    const Run r =
+        engine(shapesArgs(dir.filePath("runs"), {"--task", "inference", "--checkpoint", checkpoint_,
+                                                 "--images", images, "--out", out}));
     QVERIFY2(r.code == 0, qPrintable(r.err));
     std::vector<mrcnn::events::Event> events;
     QString bad;
@@ -236,11 +235,12 @@ class BadInputsTest : public QObject {
       const QString message = QString::fromStdString(e.message());
       warned[QFileInfo(message.section(": ", 0, 0)).fileName()] = message;
     }
-    QCOMPARE(warned.keys(),
-             (QStringList{"bomb.png", "empty.jpg", "text.jpg", "truncated.jpg"}));
-    QVERIFY2(warned["bomb.png"].contains("claims 60000x60000 pixels"), qPrintable(warned["bomb.png"]));
+    QCOMPARE(warned.keys(), (QStringList{"bomb.png", "empty.jpg", "text.jpg", "truncated.jpg"}));
+    QVERIFY2(warned["bomb.png"].contains("claims 60000x60000 pixels"),
+             qPrintable(warned["bomb.png"]));
     QVERIFY2(warned["empty.jpg"].contains("empty file"), qPrintable(warned["empty.jpg"]));
-    QVERIFY2(warned["truncated.jpg"].contains("truncated JPEG"), qPrintable(warned["truncated.jpg"]));
+    QVERIFY2(warned["truncated.jpg"].contains("truncated JPEG"),
+             qPrintable(warned["truncated.jpg"]));
     QVERIFY2(warned["text.jpg"].contains("not an image"), qPrintable(warned["text.jpg"]));
     QCOMPARE(QString::fromStdString(events.back().status()), QString("ok"));
     QVERIFY2(QString::fromStdString(events.back().summary()).startsWith("1 image (4 unreadable"),
@@ -270,9 +270,13 @@ class BadInputsTest : public QObject {
                  "  val_image_dir: \"/nowhere/val2017\"\n"
                  "  val_json_file: \"/nowhere/instances_val2017.json\"\n");
     const QString spec = writeFile(dir, "elsewhere.txt", text);
-    QStringList args{"--spec", spec, "--set", "device=cpu", "--task", "inference",
-                     "--checkpoint", checkpoint_, "--images", images, "--out",
-                     dir.filePath("out"), "--run-dir", dir.filePath("run")};
+    QStringList args{"--spec",       spec,
+                     "--set",        "device=cpu",
+                     "--task",       "inference",
+                     "--checkpoint", checkpoint_,
+                     "--images",     images,
+                     "--out",        dir.filePath("out"),
+                     "--run-dir",    dir.filePath("run")};
     Run r = engine(args);
     QVERIFY2(r.code == 0, qPrintable(r.err));
     QVERIFY2(r.out.contains("/nowhere/instances_val2017.json: no such file; detections carry "
@@ -355,9 +359,10 @@ class BadInputsTest : public QObject {
       const QString metrics = dir.filePath(QString(c.name) + ".metrics");
       const QString gt = c.is_results ? shared + "gt.json" : path;
       const QString dt = c.is_results ? path : shared + "dt.json";
-      const Run r = engine({"--task", "evaluate", "--annotations", gt, "--results", dt,
-                            "--metrics-out", metrics});
-      QVERIFY2(r.code == 4, qPrintable(QString("%1: exit %2: %3").arg(c.name).arg(r.code).arg(r.err)));
+      const Run r = engine(
+          {"--task", "evaluate", "--annotations", gt, "--results", dt, "--metrics-out", metrics});
+      QVERIFY2(r.code == 4,
+               qPrintable(QString("%1: exit %2: %3").arg(c.name).arg(r.code).arg(r.err)));
       QVERIFY2(r.err.contains(c.needle), qPrintable(QString(c.name) + ": " + r.err));
       QVERIFY2(r.err.count("error") == 1, qPrintable(QString(c.name) + ": " + r.err));
       QVERIFY(!QFile::exists(metrics));
@@ -369,8 +374,8 @@ class BadInputsTest : public QObject {
   void unusablePathsAndCheckpoints() {
     QTemporaryDir dir;
     const QString file = writeFile(dir, "a_file", "x");
-    Run r = engine(shapesArgs(dir.filePath("runs"),
-                              {"--run-dir", file + "/run", "--set", "total_steps=1"}));
+    Run r = engine(
+        shapesArgs(dir.filePath("runs"), {"--run-dir", file + "/run", "--set", "total_steps=1"}));
     QCOMPARE(r.code, 4);
     QVERIFY2(r.err.contains(file), qPrintable(r.err));
 
@@ -380,9 +385,9 @@ class BadInputsTest : public QObject {
     const QString random = writeFile(dir, "random.pt", noise);
     const QString zip = writeFile(dir, "other.pt", zipOf("readme.txt", "not a checkpoint\n"));
     for (const QString& checkpoint : {random, zip}) {
-      r = engine(shapesArgs(dir.filePath("runs"), {"--task", "inference", "--checkpoint",
-                                                   checkpoint, "--images", shapes_ + "/images/val",
-                                                   "--out", dir.filePath("out")}));
+      r = engine(shapesArgs(dir.filePath("runs"),
+                            {"--task", "inference", "--checkpoint", checkpoint, "--images",
+                             shapes_ + "/images/val", "--out", dir.filePath("out")}));
       QVERIFY2(r.code == 4, qPrintable(checkpoint + ": " + r.err));
       QVERIFY2(r.err.contains(checkpoint), qPrintable(r.err));
       QCOMPARE(QString::fromStdString(errorEventOf(r.out).code()), QString("bad_checkpoint"));
@@ -398,7 +403,8 @@ class BadInputsTest : public QObject {
     // A disk of its own: a 250 MB tmpfs in a mount namespace of this process tree (room for
     // one 175 MB checkpoint of this model, not two).
     const Run probe = runProcess("unshare", {"--user", "--map-root-user", "--mount", "true"});
-    if (probe.code != 0) QSKIP("no mount namespace here (unshare --user --mount): cannot make a small disk");
+    if (probe.code != 0)
+      QSKIP("no mount namespace here (unshare --user --mount): cannot make a small disk");
     const QString run = disk + "/run";
     const Run r = runProcess(
         "unshare",
@@ -468,10 +474,10 @@ class BadInputsTest : public QObject {
 
     // dataset_convert's shards: 64 KiB a file.
     const QString tiny = qEnvironmentVariable("MRCNN_SHARED_DIR") + "/data/tinycoco/";
-    r = engineIn("ulimit -f 64", {"--task", "dataset_convert", "--image-dir",
-                                  tiny + "images/val2017", "--annotations",
-                                  tiny + "annotations/instances_val2017.json", "--output-dir",
-                                  dir.filePath("shards")});
+    r = engineIn(
+        "ulimit -f 64",
+        {"--task", "dataset_convert", "--image-dir", tiny + "images/val2017", "--annotations",
+         tiny + "annotations/instances_val2017.json", "--output-dir", dir.filePath("shards")});
     QVERIFY2(r.code == 4, qPrintable(QString("exit %1: %2").arg(r.code).arg(r.err.right(2000))));
     QVERIFY2(r.err.contains(dir.filePath("shards") + ": the file size limit"), qPrintable(r.err));
   }

@@ -5,10 +5,12 @@
 // original size; in train mode, with the samples torchvision drew, the same five losses and
 // gradients; our transform of the photos equal to torchvision's; our weights written back and
 // loaded by torchvision with strict=True; clear errors for a state_dict that does not fit;
-// the shipped specs mapped onto the model's options.
+// the shipped specs mapped onto the model's options; and the whole pipeline from image files
+// (the inference task against torchvision's model([image]), pipeline_parity.py).
 #include <torch/torch.h>
 
 #include <QFile>
+#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <fstream>
@@ -78,7 +80,8 @@ class TestMaskRCNN : public QObject {
     if (!parityError_.isEmpty()) return;
     qInfo("%s", qPrintable(log));
     try {
-      for (auto& [key, value] : model::readStateDict(file("expected.pt"))) expected_[key] = value;
+      for (auto& [key, value] : model::readStateDict(file("expected.pt")))
+        expected_[key] = value;
     } catch (const std::exception& e) {
       parityError_ = QString("cannot read expected.pt: ") + e.what();
     }
@@ -96,7 +99,8 @@ class TestMaskRCNN : public QObject {
     for (const auto& [k, v] : m->torchvisionState()) {
       if (k.find("num_batches_tracked") == std::string::npos) ours.push_back(k);
     }
-    for (const auto& [k, v] : model::readStateDict(file("model.pt"))) theirs.push_back(k);
+    for (const auto& [k, v] : model::readStateDict(file("model.pt")))
+      theirs.push_back(k);
     std::sort(ours.begin(), ours.end());
     std::sort(theirs.begin(), theirs.end());
     QCOMPARE(ours.size(), theirs.size());
@@ -157,15 +161,15 @@ class TestMaskRCNN : public QObject {
       const double share = static_cast<double>(equal) / static_cast<double>(p.size(0));
       qInfo("image %zu: %lld of %lld proposals equal within 1e-2 px (%.2f%%)", i,
             static_cast<long long>(equal), static_cast<long long>(p.size(0)), 100.0 * share);
-      QVERIFY2(share >= 0.99, qPrintable(QString("only %1 of %2 proposals equal")
-                                             .arg(equal).arg(p.size(0))));
+      QVERIFY2(share >= 0.99,
+               qPrintable(QString("only %1 of %2 proposals equal").arg(equal).arg(p.size(0))));
 
       // Detections, matched one to one: the same label, box within 1e-2 px, score within
       // 1e-4. Only detections tied with the 100th kept (within 2e-4) may differ.
-      const model::ImageDetections ours = model::toOriginalImage(
-          detections[i], sizes.images[i],
-          {expected("input/original_size/" + n)[0].item<int64_t>(),
-           expected("input/original_size/" + n)[1].item<int64_t>()});
+      const model::ImageDetections ours =
+          model::toOriginalImage(detections[i], sizes.images[i],
+                                 {expected("input/original_size/" + n)[0].item<int64_t>(),
+                                  expected("input/original_size/" + n)[1].item<int64_t>()});
       const at::Tensor tb = expected("eval/boxes/" + n), ts = expected("eval/scores/" + n);
       const at::Tensor tl = expected("eval/labels/" + n);
       const at::Tensor tm = expected("eval/masks/" + n).gt(0.5);
@@ -186,7 +190,9 @@ class TestMaskRCNN : public QObject {
           QVERIFY2(ts[t].item<double>() <= cutoff,
                    qPrintable(QString("image %1: torchvision's detection %2 (label %3, score %4) "
                                       "has no equal")
-                                  .arg(i).arg(t).arg(tl[t].item<int64_t>())
+                                  .arg(i)
+                                  .arg(t)
+                                  .arg(tl[t].item<int64_t>())
                                   .arg(ts[t].item<double>())));
           ++tail;
           continue;
@@ -194,23 +200,53 @@ class TestMaskRCNN : public QObject {
         used[static_cast<size_t>(found)] = true;
         ++matched;
         worst_box = std::max(worst_box, maxAbsDiff(ours.boxes[found], tb[t]));
-        worst_score = std::max(
-            worst_score, std::abs(ours.scores[found].item<double>() - ts[t].item<double>()));
+        worst_score = std::max(worst_score,
+                               std::abs(ours.scores[found].item<double>() - ts[t].item<double>()));
         const at::Tensor a = ours.masks[found].to(at::kBool), b = tm[t];
         const double inter = (a & b).sum().item<double>();
         const double uni = (a | b).sum().item<double>();
         const double iou = uni > 0 ? inter / uni : 1.0;
         worst_iou = std::min(worst_iou, iou);
-        QVERIFY2(iou > 0.99, qPrintable(QString("image %1 detection %2: mask IoU %3")
-                                            .arg(i).arg(t).arg(iou)));
+        QVERIFY2(iou > 0.99,
+                 qPrintable(QString("image %1 detection %2: mask IoU %3").arg(i).arg(t).arg(iou)));
       }
-      qInfo("image %zu: %d of %lld detections equal (%d tied at the cut-off), boxes within "
-            "%.3g px, scores within %.3g, mask IoU >= %.5f",
-            i, matched, static_cast<long long>(tb.size(0)), tail, worst_box, worst_score,
-            worst_iou);
+      qInfo(
+          "image %zu: %d of %lld detections equal (%d tied at the cut-off), boxes within "
+          "%.3g px, scores within %.3g, mask IoU >= %.5f",
+          i, matched, static_cast<long long>(tb.size(0)), tail, worst_box, worst_score, worst_iou);
       QCOMPARE(ours.boxes.size(0), tb.size(0));
       QVERIFY(matched >= tb.size(0) - 5);
     }
+  }
+
+  // From the image file on: `mrcnn-engine --task inference` on four real photos, as JPEG and
+  // as PNG, with the spec of torchvision's architecture, against torchvision's model([image])
+  // one file at a time (pipeline_parity.py). Batches of the spec's eval_batch_size (2) hold
+  // images of other sizes: the engine batches them by padded size, so that each image's
+  // detections are those it gets alone.
+  void wholePipelineFromImageFilesEqualsTorchvision() {
+    if (python_.isEmpty()) QSKIP("MRCNN_PYTHON is not set: no torchvision to compare with");
+    QTemporaryDir dir;
+    QString log;
+    QString error = mrcnn::testing::runReferenceScript("tests/engine/pipeline_parity.py",
+                                                       {"make", dir.path()}, &log, 600000);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    qInfo("%s", qPrintable(log));
+    QProcess engine;
+    engine.start(
+        qEnvironmentVariable("MRCNN_BIN_DIR") + "/mrcnn-engine",
+        {"--spec", qEnvironmentVariable("MRCNN_SOURCE_DIR") + "/specs/coco_torchvision_r50.txt",
+         "--task", "inference", "--checkpoint", dir.filePath("model.pt"), "--images",
+         dir.filePath("images"), "--out", dir.filePath("out"), "--run-dir", dir.filePath("run"),
+         "--set", "device=cpu"});
+    QVERIFY(engine.waitForFinished(600000));
+    QVERIFY2(engine.exitStatus() == QProcess::NormalExit && engine.exitCode() == 0,
+             engine.readAllStandardError().constData());
+    error = mrcnn::testing::runReferenceScript(
+        "tests/engine/pipeline_parity.py",
+        {"compare", dir.path(), dir.filePath("out/results.json")}, &log, 600000);
+    qInfo("%s", qPrintable(log));
+    QVERIFY2(error.isEmpty(), qPrintable(error + "\n" + log));
   }
 
   void trainingLossesAndGradientsEqualTorchvisions() {
@@ -233,19 +269,22 @@ class TestMaskRCNN : public QObject {
     }
     const model::MaskRCNNLosses losses = m->losses(images, sizes, targets);
     const std::vector<std::pair<const char*, at::Tensor>> pairs = {
-        {"loss_objectness", losses.rpn_objectness}, {"loss_rpn_box_reg", losses.rpn_box},
-        {"loss_classifier", losses.classifier},     {"loss_box_reg", losses.box_reg},
+        {"loss_objectness", losses.rpn_objectness},
+        {"loss_rpn_box_reg", losses.rpn_box},
+        {"loss_classifier", losses.classifier},
+        {"loss_box_reg", losses.box_reg},
         {"loss_mask", losses.mask}};
     for (const auto& [name, value] : pairs) {
       const at::Tensor theirs = expected(std::string("train/loss/") + name);
       const double e = relError(value.detach().reshape({}), theirs.reshape({}));
-      qInfo("%s: ours %.6f, torchvision %.6f, relative error %.3g", name,
-            value.item<double>(), theirs.item<double>(), e);
+      qInfo("%s: ours %.6f, torchvision %.6f, relative error %.3g", name, value.item<double>(),
+            theirs.item<double>(), e);
       QVERIFY2(e < 1e-4, qPrintable(QString("%1: relative error %2").arg(name).arg(e)));
     }
     losses.total.backward();
     std::map<std::string, at::Tensor> params;
-    for (const auto& p : m->named_parameters()) params[p.key()] = p.value();
+    for (const auto& p : m->named_parameters())
+      params[p.key()] = p.value();
     for (const auto& [key, value] : expected_) {
       const std::string prefix = "train/grad/";
       if (key.compare(0, prefix.size(), prefix) != 0) continue;
@@ -255,7 +294,8 @@ class TestMaskRCNN : public QObject {
       const double e = relError(params[name].grad(), value);
       qInfo("gradient of %s: relative error %.3g", name.c_str(), e);
       QVERIFY2(e < 1e-4, qPrintable(QString("gradient of %1: relative error %2")
-                                        .arg(QString::fromStdString(name)).arg(e)));
+                                        .arg(QString::fromStdString(name))
+                                        .arg(e)));
     }
   }
 

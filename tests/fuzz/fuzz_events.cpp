@@ -8,8 +8,8 @@
 #include "ui/run_monitor/run_model.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const QString text = QString::fromUtf8(reinterpret_cast<const char*>(data),
-                                         static_cast<qsizetype>(size));
+  const QString text =
+      QString::fromUtf8(reinterpret_cast<const char*>(data), static_cast<qsizetype>(size));
   mrcnn::ui::RunModel model;
   for (const QString& line : text.split(u'\n'))
     (void)model.addLine(line);

@@ -16,9 +16,9 @@
 namespace {
 
 std::filesystem::path workFile() {
-  static const std::filesystem::path path =
-      std::filesystem::temp_directory_path() /
-      ("fuzz_shard_" + std::to_string(::getpid())) / "train-00000-of-00001";
+  static const std::filesystem::path path = std::filesystem::temp_directory_path() /
+                                            ("fuzz_shard_" + std::to_string(::getpid())) /
+                                            "train-00000-of-00001";
   std::filesystem::create_directories(path.parent_path());
   return path;
 }

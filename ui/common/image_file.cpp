@@ -32,8 +32,9 @@ ImageFile readImageFile(const QString& path, QSize fit) {
   }
   const uint64_t pixels = uint64_t{structure.header.width} * structure.header.height;
   if (pixels > dataset::kMaxImagePixels) {
-    out.problem = name + QObject::tr(": its header claims %1x%2 pixels, more than the limit of "
-                                     "%3 megapixels")
+    out.problem = name + QObject::tr(
+                             ": its header claims %1x%2 pixels, more than the limit of "
+                             "%3 megapixels")
                              .arg(structure.header.width)
                              .arg(structure.header.height)
                              .arg(dataset::kMaxImagePixels / 1'000'000);
@@ -52,9 +53,10 @@ ImageFile readImageFile(const QString& path, QSize fit) {
   }
   out.image = reader.read();
   if (out.image.isNull()) {
-    out.problem = name + ": " +
-                  (bytes.isEmpty() ? QObject::tr("empty file")
-                                   : QObject::tr("cannot be decoded (%1)").arg(reader.errorString()));
+    out.problem =
+        name + ": " +
+        (bytes.isEmpty() ? QObject::tr("empty file")
+                         : QObject::tr("cannot be decoded (%1)").arg(reader.errorString()));
   }
   return out;
 }

@@ -118,7 +118,9 @@ class RunsView : public QWidget {
  private:
   struct Run;
 
-  void buildUi();
+  enum Column { kName, kTask, kStatus, kStep, kColumns };  // of the run list
+
+  void buildUi();  // runs_view_layout.cpp
   int addRun(std::unique_ptr<Run> run);
   EngineProcess* ensureProcess(Run& run);
   void scheduleRefresh();

@@ -14,8 +14,7 @@ FileWatch::FileWatch(QObject* parent) : QObject(parent) {
   settle_.setInterval(kSettleMs);
   connect(&settle_, &QTimer::timeout, this, &FileWatch::checkNow);
   connect(&watcher_, &QFileSystemWatcher::fileChanged, &settle_, qOverload<>(&QTimer::start));
-  connect(&watcher_, &QFileSystemWatcher::directoryChanged, &settle_,
-          qOverload<>(&QTimer::start));
+  connect(&watcher_, &QFileSystemWatcher::directoryChanged, &settle_, qOverload<>(&QTimer::start));
 }
 
 void FileWatch::watch(const QString& path, const QByteArray& known) {

@@ -118,15 +118,15 @@ void SpecEditor::onChangedOnDisk(const QByteArray& bytes) {
                      "overwrites the file, Open reloads it")
                       .arg(path_));
   } else if (decoded.toUtf8() != bytes) {
-    setDiskNotice(tr("%1 changed on disk and is no longer UTF-8 text: the text here is kept")
-                      .arg(path_));
+    setDiskNotice(
+        tr("%1 changed on disk and is no longer UTF-8 text: the text here is kept").arg(path_));
     text_->document()->setModified(true);
   } else {
     applyText(decoded);  // one undo step: Undo brings the previous text back
     text_->document()->setModified(false);
     validateNow();
-    setDiskNotice(tr("%1 changed on disk: reloaded (Undo brings the previous text back)")
-                      .arg(path_));
+    setDiskNotice(
+        tr("%1 changed on disk: reloaded (Undo brings the previous text back)").arg(path_));
   }
 }
 

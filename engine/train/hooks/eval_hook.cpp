@@ -18,15 +18,15 @@ CocoSummary summaryOf(const eval::EvalResult& r, const dataset::CocoDataset& gt)
   s.stats.assign(r.stats.begin(), r.stats.end());
   for (size_t k = 0; k < r.category_ids.size(); ++k)
     s.per_category_ap[r.category_ids[k]] = r.per_category_ap[k];
-  for (const auto& c : gt.categories()) s.category_names[c.id] = c.name;
+  for (const auto& c : gt.categories())
+    s.category_names[c.id] = c.name;
   return s;
 }
 
 class EvalHook : public TrainHook {
  public:
   EvalHook(const engine::Validator& validator, model::MaskRCNNImpl& net, c10::Device device,
-           dist::DataParallel* parallel, const RunDir& run_dir, EventWriter& events,
-           uint64_t every)
+           dist::DataParallel* parallel, const RunDir& run_dir, EventWriter& events, uint64_t every)
       : validator_(validator),
         net_(net),
         device_(device),

@@ -228,7 +228,8 @@ class SpecEditorTest : public QObject {
 
     auto* amp = qobject_cast<QCheckBox*>(form->editor(u"visualize_images_summary"_qs)->input());
     amp->click();
-    QCOMPARE(changedLines(after_depth, editor.text()), QStringList{u"visualize_images_summary: true"_qs});
+    QCOMPARE(changedLines(after_depth, editor.text()),
+             QStringList{u"visualize_images_summary: true"_qs});
     QVERIFY(form->editor(u"visualize_images_summary"_qs)->isSet());
     const QString after_amp = editor.text();
 
