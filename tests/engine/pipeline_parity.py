@@ -6,8 +6,8 @@ torchvision's `model([image])` on the same files, with the same weights.
     pipeline_parity.py compare OUT_DIR RESULTS.json
 
 make: the seeded random, confident torchvision Mask R-CNN of mask_rcnn_parity.py
-(OUT_DIR/model.pt), four real photos of tinycoco as JPEG and as PNG (decoding then cannot
-differ) in OUT_DIR/images, and torchvision's detections of each file, one image a call as a
+(OUT_DIR/model.pt), four real photos of tinycoco of four padded sizes as JPEG and as PNG
+(decoding then cannot differ) in OUT_DIR/images, and torchvision's detections of each file, one image a call as a
 user runs it (OUT_DIR/expected.json: boxes as [x, y, w, h] in the file's pixels, scores,
 category ids).
 
@@ -37,6 +37,23 @@ SCORE = 1e-3
 REQUIRED_SHARE = 0.98
 
 
+def photos():
+    """Four photos of tinycoco whose padded sizes at torchvision's resize differ (landscape
+    and portrait, 4:3 and 3:2): batched together, each is padded beyond its own size."""
+    root = os.path.join(os.environ["MRCNN_SHARED_DIR"], "data/tinycoco/images")
+    chosen, sizes = [], set()
+    for path in sorted(glob.glob(os.path.join(root, "*", "*.jpg"))):
+        w, h = Image.open(path).size
+        scale = min(800 / min(h, w), 1333 / max(h, w))
+        padded = tuple(-(-int(v * scale) // 32) * 32 for v in (h, w))
+        if padded not in sizes:
+            sizes.add(padded)
+            chosen.append(path)
+        if len(chosen) == 4:
+            return chosen
+    raise SystemExit(f"need photos of 4 padded sizes in {root}, found {sorted(sizes)}")
+
+
 def make(out_dir):
     torch.manual_seed(0)
     torch.set_num_threads(2)
@@ -45,15 +62,14 @@ def make(out_dir):
     torch.save(model.state_dict(), os.path.join(out_dir, "model.pt"))
     model.eval()
 
-    root = os.path.join(os.environ["MRCNN_SHARED_DIR"], "data/tinycoco/images/val2017")
-    photos = sorted(glob.glob(os.path.join(root, "*.jpg")))[:4]
     images = os.path.join(out_dir, "images")
     os.makedirs(images, exist_ok=True)
     files = []
-    for photo in photos:
+    for photo in photos():
         name = os.path.basename(photo)
         shutil.copyfile(photo, os.path.join(images, name))
-        png = os.path.splitext(name)[0] + ".png"
+        # "png_" sorts after the JPEGs: the engine's batches of 2 then mix sizes as well.
+        png = "png_" + os.path.splitext(name)[0] + ".png"
         Image.open(photo).convert("RGB").save(os.path.join(images, png))
         files += [name, png]
     expected = {}
