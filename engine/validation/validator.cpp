@@ -3,8 +3,10 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -122,6 +124,45 @@ Validator::Validator(std::shared_ptr<const dataset::CocoDataset> ground_truth,
   evaluator_ = std::make_unique<eval::CocoEvaluator>(*ground_truth_, with_masks_, images);
 }
 
+namespace {
+
+// The detections of a loader batch, each image's as it gets them alone: the images of one
+// padded size run together, cropped to that size. (Padding an image beyond its own size in
+// a batch of larger ones changes the anchors the RPN ranks, hence its detections; see
+// engine/inference/image_input.h.) In fixed mode every image fills the canvas: one group.
+std::vector<model::Detections> detectBySize(model::MaskRCNNImpl& model, const dataset::Batch& batch,
+                                            const c10::Device& device,
+                                            const dataset::LoaderOptions& options) {
+  const at::Tensor images = batchImages(batch);
+  const model::ImageSizes sizes = batchSizes(batch);
+  const auto own = [&](size_t i) -> std::array<int64_t, 2> {
+    if (options.resize_mode == dataset::ResizeMode::kFixed) return sizes.padded;
+    const int64_t m = std::max<uint32_t>(1, options.size_divisibility);
+    return {(sizes.images[i][0] + m - 1) / m * m, (sizes.images[i][1] + m - 1) / m * m};
+  };
+  std::map<std::array<int64_t, 2>, std::vector<int64_t>> groups;
+  for (size_t i = 0; i < sizes.images.size(); ++i)
+    groups[own(i)].push_back(static_cast<int64_t>(i));
+  if (groups.size() == 1 && groups.begin()->first == sizes.padded)
+    return model.detect(images.to(device), sizes);
+  std::vector<model::Detections> out(sizes.images.size());
+  for (const auto& [padded, members] : groups) {
+    model::ImageSizes group_sizes;
+    group_sizes.padded = padded;
+    for (int64_t i : members)
+      group_sizes.images.push_back(sizes.images[static_cast<size_t>(i)]);
+    const at::Tensor group_images = images.index_select(0, at::tensor(members, at::kLong))
+                                        .slice(2, 0, padded[0])
+                                        .slice(3, 0, padded[1]);
+    std::vector<model::Detections> dets = model.detect(group_images.to(device), group_sizes);
+    for (size_t k = 0; k < members.size(); ++k)
+      out[static_cast<size_t>(members[k])] = std::move(dets[k]);
+  }
+  return out;
+}
+
+}  // namespace
+
 ValidationResult Validator::run(model::MaskRCNNImpl& model, const c10::Device& device,
                                 dist::ProcessGroup* group) const {
   const auto started = std::chrono::steady_clock::now();
@@ -139,8 +180,7 @@ ValidationResult Validator::run(model::MaskRCNNImpl& model, const c10::Device& d
   while (auto batch = loader.next()) {
     for (auto& w : batch->warnings)
       result.warnings.push_back(w);
-    const std::vector<model::Detections> dets =
-        model.detect(batchImages(*batch).to(device), batchSizes(*batch));
+    const std::vector<model::Detections> dets = detectBySize(model, *batch, device, options);
     for (size_t i = 0; i < dets.size(); ++i) {
       const dataset::ImageMeta& meta = batch->meta[i];
       model::Detections cpu{dets[i].boxes.cpu(), dets[i].scores.cpu(), dets[i].labels.cpu(),

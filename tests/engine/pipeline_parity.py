@@ -9,7 +9,8 @@ make: the seeded random, confident torchvision Mask R-CNN of mask_rcnn_parity.py
 (OUT_DIR/model.pt), four real photos of tinycoco of four padded sizes as JPEG and as PNG
 (decoding then cannot differ) in OUT_DIR/images, and torchvision's detections of each file, one image a call as a
 user runs it (OUT_DIR/expected.json: boxes as [x, y, w, h] in the file's pixels, scores,
-category ids).
+category ids), and the confident ones of the JPEGs as a COCO ground truth
+(OUT_DIR/truth.json) for the evaluation's batches.
 
 compare: matches each of torchvision's top 50 detections of every file with ours (the
 results.json the engine wrote): the same category, every box coordinate within 0.05 px, the
@@ -85,6 +86,24 @@ def make(out_dir):
                 for b, s, c in zip(boxes, d["scores"], d["labels"])]
     with open(os.path.join(out_dir, "expected.json"), "w") as f:
         json.dump(expected, f)
+    # torchvision's confident detections of the JPEGs as a COCO ground truth (boxes as
+    # polygons for segm): evaluating our model against it gives AP 1 exactly when our
+    # detections are torchvision's, whatever the evaluation's batches.
+    truth = {"images": [], "annotations": [],
+             "categories": [{"id": c, "name": f"class {c}"} for c in range(1, 91)]}
+    for index, name in enumerate(n for n in files if n.endswith(".jpg")):
+        w, h = Image.open(os.path.join(images, name)).size
+        truth["images"].append({"id": index + 1, "file_name": name, "width": w, "height": h})
+        for d in expected[name]:
+            if d["score"] < 0.5:
+                continue
+            x, y, bw, bh = d["bbox"]
+            truth["annotations"].append({
+                "id": len(truth["annotations"]) + 1, "image_id": index + 1,
+                "category_id": d["category_id"], "bbox": d["bbox"], "area": bw * bh,
+                "iscrowd": 0, "segmentation": [[x, y, x + bw, y, x + bw, y + bh, x, y + bh]]})
+    with open(os.path.join(out_dir, "truth.json"), "w") as f:
+        json.dump(truth, f)
     print(f"pipeline_parity: {len(files)} files, detections "
           f"{[len(v) for v in expected.values()]}; torch {torch.__version__}, "
           f"torchvision {torchvision.__version__}")
