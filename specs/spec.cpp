@@ -463,12 +463,27 @@ void collectLocations(const gp::Message& message, const gp::TextFormat::ParseInf
 // Parses as much of `text` as is valid: on each error the statement holding it is blanked
 // out (keeping every other position) and the rest parsed again, so that every independent
 // error of the file is reported, not only the first.
+constexpr std::size_t kMaxParseErrors = 50;
+
 void parseAll(std::string text, const std::string& origin, Experiment* spec, LocationMap* locations,
               std::vector<Diagnostic>* out) {
   std::size_t last_error_offset = 0;
   bool first = true;
   bool closed_at_end = false;
+  const std::size_t reported_before = out->size();
   for (int attempt = 0; attempt < 256; ++attempt) {
+    // Each error costs a parse of the whole text: a text that is mostly errors (a binary
+    // file, another format) stops here, like a compiler's error limit.
+    if (out->size() - reported_before >= kMaxParseErrors) {
+      Diagnostic d;
+      d.kind = Diagnostic::Kind::Syntax;
+      d.origin = origin;
+      d.message = "too many errors: the first " + std::to_string(kMaxParseErrors) +
+                  " are shown; is this a spec (protobuf text)?";
+      out->push_back(d);
+      spec->Clear();
+      return;
+    }
     FirstError collector;
     gp::TextFormat::ParseInfoTree tree;
     gp::TextFormat::Parser parser;
