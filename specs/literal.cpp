@@ -150,6 +150,13 @@ bool decodeIntList(std::string_view text, std::vector<long long>* out, LiteralEr
       if (error) *error = {"expected an integer", item.offset};
       return false;
     }
+    // Integers beyond +-2^53 are not held exactly by the double the literal was read into;
+    // beyond +-2^63 converting it would be undefined (found by fuzz_spec).
+    constexpr double kLimit = 9007199254740992.0;  // 2^53
+    if (!(std::fabs(item.number) <= kLimit)) {
+      if (error) *error = {"integer out of range (at most 2^53 in magnitude)", item.offset};
+      return false;
+    }
     out->push_back(static_cast<long long>(item.number));
   }
   return true;

@@ -42,6 +42,8 @@ void LiteralTest::rejectsMalformedWithOffset_data() {
   QTest::newRow("unclosed") << "[1, 2" << 0 << 5 << "missing ']'";
   QTest::newRow("no comma") << "(832 1344)" << 0 << 5 << "expected ','";
   QTest::newRow("float in int list") << "[1, 2.5]" << 0 << 4 << "expected an integer";
+  QTest::newRow("huge int") << "(000444444444444444444444444444444, 1)" << 0 << 1
+                            << "integer out of range";
   QTest::newRow("word") << "[1, abc]" << 1 << 4 << "expected a number";
   QTest::newRow("scalar") << "42" << 1 << 0 << "expected a list";
   QTest::newRow("empty") << "" << 1 << 0 << "empty value";
