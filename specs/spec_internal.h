@@ -4,9 +4,14 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "specs/spec.h"
+
+namespace google::protobuf {
+class FieldDescriptor;
+}  // namespace google::protobuf
 
 namespace mrcnn::spec::internal {
 
@@ -27,5 +32,20 @@ struct LocationMap {
 // Semantic rules; appends to `out` and fills `resolved` with the decoded values.
 void validate(const Experiment& spec, const LocationMap& locations, Resolved* resolved,
               std::vector<Diagnostic>* out);
+
+// The wording of diagnostics (spec_messages.cpp).
+// "a.b.c" from the enclosing blocks and a last name.
+std::string joinPath(const std::vector<std::string>& parts, std::string_view last = {});
+// The token a protobuf message quotes, empty if none.
+std::string quotedToken(const std::string& message);
+// What a field takes, for messages: "a number", "true or false", ...
+std::string typeName(const google::protobuf::FieldDescriptor* field);
+// The kind of a protobuf parse error.
+Diagnostic::Kind classify(const std::string& message);
+// "unknown field ..." with where it belongs, or the field it probably meant.
+std::string unknownFieldMessage(std::string_view name, const std::vector<std::string>& blocks);
+// Protobuf's message as one that names the field and what it takes.
+std::string describeError(Diagnostic::Kind kind, const std::string& raw, std::string_view name,
+                          const std::vector<std::string>& blocks, std::string_view found);
 
 }  // namespace mrcnn::spec::internal
