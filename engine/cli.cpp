@@ -26,12 +26,16 @@ constexpr const char* kUsage =
     "                    [--include-mask true|false]\n"
     "       mrcnn-engine --spec SPEC --task dataset_convert [--run-dir DIR]\n"
     "                    (the spec's train and val sets into RUN_DIR/shards)\n"
+    "       mrcnn-engine --spec SPEC --task export [--checkpoint FILE] [--output-dir DIR]\n"
+    "                    [--opset 16|17] [--gen-ds-config]\n"
+    "                    (model.onnx, model.pth, labels.txt into a new folder; default\n"
+    "                    RUN_DIR/export/<checkpoint>)\n"
     "       mrcnn-engine --spec SPEC --task benchmark [--mode train|inference] [--steps N]\n"
     "                    (synthetic batches of the spec's image size and model)\n"
     "data-parallel: started by torchrun, SLURM or mrcnn-workbench --nproc-per-node, the\n"
     "engine joins their process group (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT)\n"
-    "tasks: train (default), validate, evaluate, inference, dataset_convert, benchmark, prune,\n"
-    "       export\n";
+    "tasks: train (default), validate, evaluate, inference, dataset_convert, benchmark, export,\n"
+    "       prune\n";
 
 // Options that take a value; --set may be repeated.
 const std::set<std::string> kValueOptions = {"--spec",
@@ -52,7 +56,10 @@ const std::set<std::string> kValueOptions = {"--spec",
                                              "--checkpoint",
                                              "--overlay-threshold",
                                              "--mode",
-                                             "--steps"};
+                                             "--steps",
+                                             "--opset"};
+// Options without a value.
+const std::set<std::string> kFlags = {"--gen-ds-config"};
 
 }  // namespace
 
@@ -80,6 +87,13 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
       value = a.substr(eq + 1);
       a = a.substr(0, eq);
       inline_value = true;
+    }
+    if (kFlags.count(a) && !inline_value) {
+      if (!values.emplace(a, "true").second) {
+        err << "mrcnn-engine: " << a << " given twice\n";
+        return kExitUsage;
+      }
+      continue;
     }
     if (!kValueOptions.count(a)) {
       err << "mrcnn-engine: unknown argument \"" << a << "\"\n" << kUsage;
@@ -203,7 +217,22 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
     }
     return runInference(options, inference, out, err);
   }
-  for (const char* later : {"prune", "export"}) {
+  if (task == "export") {
+    ExportOptions ex;
+    ex.output_dir = get("--output-dir");
+    ex.gen_ds_config = values.count("--gen-ds-config") > 0;
+    if (values.count("--opset")) {
+      const std::string text = get("--opset");
+      if (text != "16" && text != "17") {
+        err << "mrcnn-engine: --opset " << text
+            << ": the export writes opset 16 or 17 (RoiAlign's half-pixel modes need 16)\n";
+        return kExitUsage;
+      }
+      ex.opset = std::stoi(text);
+    }
+    return runExport(options, ex, out, err);
+  }
+  for (const char* later : {"prune"}) {
     if (task == later) {
       err << "mrcnn-engine: task " << task << " from a spec is not part of this build yet\n";
       return kExitUsage;

@@ -61,4 +61,19 @@ model::MaskRCNNOptions modelOptionsFromSpec(const spec::Experiment& spec,
   return o;
 }
 
+InputOptions inputOptionsFromSpec(const spec::Experiment& s, const spec::Resolved& resolved) {
+  InputOptions input;
+  const auto& d = s.data_config();
+  input.resize.mode = d.resize_mode() == "shorter_side" ? dataset::ResizeMode::kShorterSide
+                                                        : dataset::ResizeMode::kFixed;
+  input.resize.canvas_height = resolved.image_height;
+  input.resize.canvas_width = resolved.image_width;
+  input.resize.min_size = static_cast<int>(d.min_size());
+  input.resize.max_size = static_cast<int>(d.max_size());
+  input.pad_multiple = input.resize.mode == dataset::ResizeMode::kShorterSide
+                           ? static_cast<int>(d.size_divisibility())
+                           : 1 << s.maskrcnn_config().max_level();
+  return input;
+}
+
 }  // namespace mrcnn::engine

@@ -1,6 +1,8 @@
-// The spec's model fields (maskrcnn_config, data_config.num_classes) as the model's options.
+// The spec's model fields (maskrcnn_config, data_config.num_classes) as the model's options,
+// and its resize and padding (data_config) as the image input's.
 #pragma once
 
+#include "engine/inference/image_input.h"
 #include "engine/model/mask_rcnn.h"
 #include "specs/spec.h"
 
@@ -10,5 +12,9 @@ namespace mrcnn::engine {
 // validated (loadSpecFile): list fields are read from `resolved`.
 model::MaskRCNNOptions modelOptionsFromSpec(const spec::Experiment& spec,
                                             const spec::Resolved& resolved);
+
+// data_config's resize_mode (fixed canvas image_size, or shorter_side min_size/max_size) and
+// padding (size_divisibility, or 2^max_level on the canvas).
+InputOptions inputOptionsFromSpec(const spec::Experiment& spec, const spec::Resolved& resolved);
 
 }  // namespace mrcnn::engine

@@ -27,6 +27,7 @@
 #include "engine/inference/image_input.h"
 #include "engine/inference/overlay.h"
 #include "engine/model/postprocess.h"
+#include "engine/setup/categories.h"
 #include "engine/setup/device.h"
 #include "engine/setup/model_config.h"
 #include "engine/setup/weights.h"
@@ -40,56 +41,6 @@ namespace mrcnn::engine {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Category {
-  int64_t id = 0;
-  std::string name;
-};
-
-// Contiguous label -> category, from the dataset json the model was trained on (label i is
-// the i-th category in id order, as the loader numbers them); "class <label>" without one.
-std::vector<Category> categoryTable(const fs::path& json, int64_t num_classes, bool labels_are_ids,
-                                    std::map<std::string, int64_t>* image_ids) {
-  std::vector<Category> table(static_cast<size_t>(num_classes));
-  for (int64_t l = 0; l < num_classes; ++l) {
-    table[static_cast<size_t>(l)] = {l, l == 0 ? "background" : "class " + std::to_string(l)};
-  }
-  if (json.empty()) return table;
-  const dataset::CocoDataset coco = dataset::loadCoco(json);
-  const auto categories = coco.categories();
-  if (labels_are_ids) {  // torchvision's COCO models: label = category id
-    for (const auto& c : categories) {
-      if (c.id > 0 && c.id < num_classes) table[static_cast<size_t>(c.id)].name = c.name;
-    }
-  } else {
-    for (size_t i = 0; i < categories.size() && i + 1 < table.size(); ++i) {
-      table[i + 1] = {categories[i].id, categories[i].name};
-    }
-  }
-  for (const auto& image : coco.images())
-    (*image_ids)[std::string(image.file_name)] = image.id;
-  return table;
-}
-
-// The dataset json that names the categories: the validation set's, else the training set's;
-// none (labels as ids, "class N" as names) with a warning when the spec names files this
-// machine does not have.
-fs::path namesJson(const DataFiles& data, TaskReport& report) {
-  std::string missing;
-  for (const fs::path& json : {data.val_json, data.train_json}) {
-    if (json.empty()) continue;
-    std::error_code ec;
-    if (fs::is_regular_file(json, ec)) return json;
-    if (missing.empty()) missing = json.string();
-  }
-  if (!missing.empty()) {
-    report.warn("no_category_names",
-                missing +
-                    ": no such file; detections carry their labels as category ids and "
-                    "are named \"class N\"");
-  }
-  return {};
-}
 
 // The task once its reporting is set up: every outcome is reported through `report`.
 int infer(const TaskOptions& options, const InferenceOptions& inference,
@@ -173,17 +124,7 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
   net->prepareForInference();
   torch::NoGradGuard no_grad;
 
-  InputOptions input;
-  const auto& d = s.data_config();
-  input.resize.mode = d.resize_mode() == "shorter_side" ? dataset::ResizeMode::kShorterSide
-                                                        : dataset::ResizeMode::kFixed;
-  input.resize.canvas_height = loaded.resolved.image_height;
-  input.resize.canvas_width = loaded.resolved.image_width;
-  input.resize.min_size = static_cast<int>(d.min_size());
-  input.resize.max_size = static_cast<int>(d.max_size());
-  input.pad_multiple = input.resize.mode == dataset::ResizeMode::kShorterSide
-                           ? static_cast<int>(d.size_divisibility())
-                           : 1 << s.maskrcnn_config().max_level();
+  const InputOptions input = inputOptionsFromSpec(s, loaded.resolved);
 
   std::error_code ec;
   fs::create_directories(out_dir, ec);

@@ -95,4 +95,17 @@ struct BenchmarkOptions {
 int runBenchmark(const TaskOptions& options, const BenchmarkOptions& bench, std::ostream& out,
                  std::ostream& err);
 
+struct ExportOptions {
+  std::filesystem::path output_dir;  // empty: <run dir>/export/<weights stem>[-N]
+  int opset = 17;
+  bool gen_ds_config = false;  // also a DeepStream nvinfer config (nvinfer_config.txt)
+};
+
+// Exports the spec's model with its weights (as runInference picks them) into a new folder:
+// model.onnx (engine/export/onnx_export.h), model.pth when the model is torchvision's
+// maskrcnn_resnet50_fpn, labels.txt, the DeepStream config when asked, export_report.json.
+// An existing --output-dir is refused (kExitUsage); the folder appears whole or not at all.
+int runExport(const TaskOptions& options, const ExportOptions& ex, std::ostream& out,
+              std::ostream& err);
+
 }  // namespace mrcnn::engine

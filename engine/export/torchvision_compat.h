@@ -1,0 +1,25 @@
+// model.pth of an export: the model's state_dict as torchvision's maskrcnn_resnet50_fpn loads
+// it with strict=True, when the model has that architecture (ResNet-50, FPN levels 2..6, one
+// RPN conv, three anchors a cell, TwoMLPHead of 1024, four 256-wide mask convolutions), and
+// the torchvision call that runs it as the engine does, or what no keyword can match.
+#pragma once
+
+#include <string>
+
+#include "dataset/loader/transform.h"
+#include "engine/model/mask_rcnn.h"
+#include "engine/model/state_dict.h"
+
+namespace mrcnn::exporter {
+
+struct TorchvisionCompat {
+  bool compatible = false;
+  // Every batch norm's num_batches_tracked included (0): torchvision builds BatchNorm2d
+  // without pretrained weights and FrozenBatchNorm2d with them, which drops the key.
+  model::StateDict state;
+  std::string note;  // how to load it, or why there is no file
+};
+
+TorchvisionCompat torchvisionCompat(model::MaskRCNNImpl& model, const dataset::ResizeSpec& resize);
+
+}  // namespace mrcnn::exporter

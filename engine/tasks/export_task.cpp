@@ -1,0 +1,231 @@
+// The export task: the spec's model with its weights (as inference picks them) written for
+// deployment into a new folder — model.onnx (engine/export/onnx_export.h), model.pth (a
+// state_dict torchvision's maskrcnn_resnet50_fpn loads, when the model has its
+// architecture), labels.txt, optionally a DeepStream nvinfer config, and export_report.json.
+// The folder is assembled beside its final place and renamed into it: an export is whole or
+// absent, and never replaces an earlier one.
+#include <ATen/ATen.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <filesystem>
+#include <ostream>
+#include <sstream>
+
+#include "dataset/json_writer.h"
+#include "engine/exit_codes.h"
+#include "engine/export/deepstream_config.h"
+#include "engine/export/onnx_export.h"
+#include "engine/export/torchvision_compat.h"
+#include "engine/setup/categories.h"
+#include "engine/setup/device.h"
+#include "engine/setup/model_config.h"
+#include "engine/setup/weights.h"
+#include "engine/tasks/task_common.h"
+#include "engine/tasks/tasks.h"
+#include "engine/train/event_writer.h"
+#include "io/atomic_file.h"
+#include "io/write_error.h"
+
+namespace mrcnn::engine {
+namespace {
+
+namespace fs = std::filesystem;
+
+// <run dir>/export/<weights stem>, or with -2, -3... when taken.
+fs::path defaultExportDir(const fs::path& run_dir, const fs::path& weights) {
+  const fs::path base = run_dir / "export" / weights.stem();
+  std::error_code ec;
+  if (!fs::exists(base, ec)) return base;
+  for (int n = 2;; ++n) {
+    fs::path candidate = base;
+    candidate += "-" + std::to_string(n);
+    if (!fs::exists(candidate, ec)) return candidate;
+  }
+}
+
+// A folder of its own beside `final_dir`, removed on the way out unless kept.
+class StagingDir {
+ public:
+  explicit StagingDir(const fs::path& final_dir)
+      : path_(final_dir.parent_path() / ("." + final_dir.filename().string() + ".partial")) {
+    std::error_code ec;
+    fs::remove_all(path_, ec);  // the remains of an export that died
+    fs::create_directories(path_);
+  }
+  ~StagingDir() {
+    std::error_code ec;
+    if (!kept_) fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+  void moveTo(const fs::path& final_dir) {
+    fs::rename(path_, final_dir);
+    kept_ = true;
+    io::syncPath(final_dir.parent_path(), /*directory=*/true);
+  }
+
+ private:
+  fs::path path_;
+  bool kept_ = false;
+};
+
+std::string labelsText(const std::vector<Category>& categories) {
+  std::string text;
+  for (const Category& c : categories)
+    text += c.name + "\n";
+  return text;
+}
+
+std::string reportJson(const exporter::OnnxModel& onnx, const exporter::TorchvisionCompat& tv,
+                       const fs::path& weights, const ExportOptions& options, bool ds_config) {
+  std::ostringstream s;
+  dataset::JsonWriter j(s);
+  j.beginObject();
+  j.key("weights").value(weights.string());
+  j.key("onnx").beginObject();
+  j.key("file").value("model.onnx");
+  j.key("opset").value(static_cast<int64_t>(options.opset));
+  j.key("nodes").value(onnx.nodes);
+  j.key("initializers").value(onnx.initializers);
+  j.key("weight_bytes").value(onnx.weight_bytes);
+  j.key("checker").value("passed");
+  j.key("shape_inference").value("passed");
+  j.endObject();
+  j.key("torchvision").beginObject();
+  j.key("file").value(tv.compatible ? "model.pth" : "");
+  j.key("note").value(tv.note);
+  j.endObject();
+  j.key("labels").value("labels.txt");
+  j.key("deepstream_config").value(ds_config ? "nvinfer_config.txt" : "");
+  j.endObject();
+  return s.str();
+}
+
+int exportModel(const TaskOptions& options, const ExportOptions& ex, const spec::LoadedSpec& loaded,
+                const fs::path& run_dir, bool has_run_dir, TaskReport& report) {
+  const spec::Experiment& s = loaded.spec;
+  std::ostringstream data_log, data_err;
+  const std::optional<DataFiles> data =
+      prepareData(loaded, data_log, data_err,
+                  DataNeeds{.train = false, .val_json = false, .val_images = false});
+  if (!data) return report.fail("bad_dataset", data_err.str(), kExitBadData);
+
+  model::MaskRCNN net(modelOptionsFromSpec(s, loaded.resolved));
+  const fs::path weights = weightsFile(options, loaded, run_dir);
+  if (weights.empty()) {
+    return report.fail("no_checkpoint",
+                       "no weights to export: " + weightsSearched(options, run_dir), kExitBadData);
+  }
+  const fs::path out_dir =
+      ex.output_dir.empty() ? defaultExportDir(run_dir, weights) : ex.output_dir;
+  {
+    std::error_code ec;
+    if (fs::exists(out_dir, ec)) {
+      return report.fail("output_exists",
+                         "--output-dir: " + out_dir.string() +
+                             " already exists; an export goes into a new folder (an earlier "
+                             "export is never replaced)",
+                         kExitUsage);
+    }
+  }
+  report.write(train::startEvent("export", options.spec_path.string(),
+                                 has_run_dir ? run_dir.string() : std::string(), "cpu", 1, 0, 0,
+                                 MRCNN_VERSION));
+  if (!data_log.str().empty()) report.log(data_log.str());
+  try {
+    const WeightsReport w = loadWeights(*net, weights, s.skip_checkpoint_variables());
+    report.log("weights: " + weights.string() + " (" + w.kind + ", " + std::to_string(w.loaded) +
+               " tensors)");
+  } catch (const std::exception& e) {
+    return report.fail("bad_checkpoint", std::string("checkpoint: ") + e.what(), kExitBadData);
+  }
+  std::vector<Category> categories;
+  try {
+    categories = categoryTable(namesJson(*data, report), net->numClasses(),
+                               s.data_config().category_labels() == "category_id");
+  } catch (const std::exception& e) {
+    return report.fail("bad_dataset", std::string("categories: ") + e.what(), kExitBadData);
+  }
+  net->eval();
+
+  exporter::OnnxExportOptions onnx_options;
+  const InputOptions input = inputOptionsFromSpec(s, loaded.resolved);
+  onnx_options.resize = input.resize;
+  onnx_options.pad_multiple = input.pad_multiple;
+  for (const Category& c : categories)
+    onnx_options.category_ids.push_back(c.id);
+  onnx_options.opset = ex.opset;
+  onnx_options.producer_version = MRCNN_VERSION;
+  onnx_options.metadata = {{"spec", options.spec_path.string()},
+                           {"weights", weights.string()},
+                           {"labels", labelsText(categories)}};
+
+  const auto started = std::chrono::steady_clock::now();
+  exporter::OnnxModel onnx;
+  try {
+    onnx = exporter::exportOnnx(*net, onnx_options);
+  } catch (const std::invalid_argument& e) {
+    return report.fail("bad_export", e.what(), kExitUsage);
+  } catch (const std::exception& e) {
+    return report.fail(e, "export_failed", "", kExitFailed);
+  }
+  const exporter::TorchvisionCompat tv = exporter::torchvisionCompat(*net, input.resize);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  report.log("model.onnx: " + std::to_string(onnx.nodes) + " nodes, " +
+             io::byteSize(static_cast<uint64_t>(onnx.weight_bytes)) + " of weights, opset " +
+             std::to_string(ex.opset) + "; passes the ONNX checker and shape inference");
+  report.log(tv.note);
+
+  try {
+    std::error_code ec;
+    fs::create_directories(out_dir.parent_path(), ec);
+    StagingDir staging(out_dir);
+    const fs::path dir = staging.path();
+    io::requireFreeSpace(dir / "model.onnx", onnx.bytes.size() * (tv.compatible ? 2 : 1));
+    io::writeFileAtomic(dir / "model.onnx", onnx.bytes, {.durable = true});
+    if (tv.compatible) model::writeStateDict(tv.state, dir / "model.pth");
+    io::writeFileAtomic(dir / "labels.txt", labelsText(categories));
+    if (ex.gen_ds_config) {
+      io::writeFileAtomic(dir / "nvinfer_config.txt",
+                          exporter::deepStreamConfig(onnx_options, categories.size(),
+                                                     2 * net->roiHeads()->options().mask_roi_size));
+    }
+    io::writeFileAtomic(dir / "export_report.json",
+                        reportJson(onnx, tv, weights, ex, ex.gen_ds_config));
+    staging.moveTo(out_dir);
+  } catch (const std::exception& e) {
+    return report.fail(e, "write_failed", "--output-dir: ", kExitBadData);
+  }
+  char took[32];
+  std::snprintf(took, sizeof took, "%.1f", seconds);
+  report.write(train::doneEvent(
+      "ok",
+      "exported " + weights.filename().string() + " in " + took + " s into " + out_dir.string(),
+      report.elapsed()));
+  return kExitOk;
+}
+
+}  // namespace
+
+int runExport(const TaskOptions& options, const ExportOptions& ex, std::ostream& out,
+              std::ostream& err) {
+  const std::optional<spec::LoadedSpec> maybe = loadSpecReporting(options, err);
+  if (!maybe) return kExitBadSpec;
+  const fs::path run_dir = runDirectory(options, *maybe);
+  std::error_code ec;
+  const bool has_run_dir = !options.run_dir.empty() || fs::is_directory(run_dir, ec);
+  std::unique_ptr<train::EventWriter> events =
+      openTaskEvents(has_run_dir ? run_dir : fs::path(), err);
+  if (!events) return kExitBadData;
+  out.flush();
+  TaskReport report(events.get(), out, err);
+  try {
+    return exportModel(options, ex, *maybe, run_dir, has_run_dir, report);
+  } catch (const std::exception& e) {
+    err << "error: " << e.what() << '\n';
+    return exitCodeFor(e, kExitFailed);
+  }
+}
+
+}  // namespace mrcnn::engine
