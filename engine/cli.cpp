@@ -17,6 +17,7 @@ constexpr const char* kUsage =
     "usage: mrcnn-engine --spec SPEC [--task TASK] [--run-dir DIR] [--set path.to.field=value]...\n"
     "       mrcnn-engine --spec SPEC --task inference [--images FILE_OR_DIR] [--out DIR]\n"
     "                    [--checkpoint FILE] [--overlay-threshold SCORE]\n"
+    "                    [--backend libtorch|openvino] [--onnx MODEL.onnx]\n"
     "                    (default images: the spec's validation images)\n"
     "       mrcnn-engine --spec SPEC --task evaluate [--run-dir DIR] [--checkpoint FILE]\n"
     "       mrcnn-engine --task evaluate --annotations GT.json --results DT.json\n"
@@ -57,7 +58,9 @@ const std::set<std::string> kValueOptions = {"--spec",
                                              "--overlay-threshold",
                                              "--mode",
                                              "--steps",
-                                             "--opset"};
+                                             "--opset",
+                                             "--backend",
+                                             "--onnx"};
 // Options without a value.
 const std::set<std::string> kFlags = {"--gen-ds-config"};
 
@@ -204,6 +207,16 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
     inference.images = get("--images");
     inference.out = get("--out");
     inference.events = true;
+    if (values.count("--backend")) inference.backend = get("--backend");
+    if (inference.backend != "libtorch" && inference.backend != "openvino") {
+      err << "mrcnn-engine: --backend " << inference.backend << ": use libtorch or openvino\n";
+      return kExitUsage;
+    }
+    inference.onnx = get("--onnx");
+    if (!inference.onnx.empty() && inference.backend != "openvino") {
+      err << "mrcnn-engine: --onnx runs through OpenVINO: add --backend openvino\n";
+      return kExitUsage;
+    }
     if (values.count("--overlay-threshold")) {
       try {
         size_t used = 0;

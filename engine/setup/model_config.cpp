@@ -76,4 +76,21 @@ InputOptions inputOptionsFromSpec(const spec::Experiment& s, const spec::Resolve
   return input;
 }
 
+exporter::OnnxExportOptions onnxExportOptions(const spec::Experiment& s,
+                                              const spec::Resolved& resolved,
+                                              const std::vector<Category>& categories) {
+  exporter::OnnxExportOptions o;
+  const InputOptions input = inputOptionsFromSpec(s, resolved);
+  o.resize = input.resize;
+  o.pad_multiple = input.pad_multiple;
+  std::string labels;
+  for (const Category& c : categories) {
+    o.category_ids.push_back(c.id);
+    labels += c.name + "\n";
+  }
+  o.producer_version = MRCNN_VERSION;
+  o.metadata = {{"labels", labels}};
+  return o;
+}
+
 }  // namespace mrcnn::engine

@@ -2,8 +2,10 @@
 // and its resize and padding (data_config) as the image input's.
 #pragma once
 
+#include "engine/export/onnx_export.h"
 #include "engine/inference/image_input.h"
 #include "engine/model/mask_rcnn.h"
+#include "engine/setup/categories.h"
 #include "specs/spec.h"
 
 namespace mrcnn::engine {
@@ -16,5 +18,11 @@ model::MaskRCNNOptions modelOptionsFromSpec(const spec::Experiment& spec,
 // data_config's resize_mode (fixed canvas image_size, or shorter_side min_size/max_size) and
 // padding (size_divisibility, or 2^max_level on the canvas).
 InputOptions inputOptionsFromSpec(const spec::Experiment& spec, const spec::Resolved& resolved);
+
+// The export of the spec's model: its input options, the categories' ids (one a label), the
+// default opset and this build's version.
+exporter::OnnxExportOptions onnxExportOptions(const spec::Experiment& spec,
+                                              const spec::Resolved& resolved,
+                                              const std::vector<Category>& categories);
 
 }  // namespace mrcnn::engine

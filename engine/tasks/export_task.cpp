@@ -148,17 +148,11 @@ int exportModel(const TaskOptions& options, const ExportOptions& ex, const spec:
   }
   net->eval();
 
-  exporter::OnnxExportOptions onnx_options;
+  exporter::OnnxExportOptions onnx_options = onnxExportOptions(s, loaded.resolved, categories);
   const InputOptions input = inputOptionsFromSpec(s, loaded.resolved);
-  onnx_options.resize = input.resize;
-  onnx_options.pad_multiple = input.pad_multiple;
-  for (const Category& c : categories)
-    onnx_options.category_ids.push_back(c.id);
   onnx_options.opset = ex.opset;
-  onnx_options.producer_version = MRCNN_VERSION;
-  onnx_options.metadata = {{"spec", options.spec_path.string()},
-                           {"weights", weights.string()},
-                           {"labels", labelsText(categories)}};
+  onnx_options.metadata.insert(onnx_options.metadata.begin(),
+                               {{"spec", options.spec_path.string()}, {"weights", weights.string()}});
 
   const auto started = std::chrono::steady_clock::now();
   exporter::OnnxModel onnx;

@@ -24,12 +24,16 @@
 #include "dataset/rle.h"
 #include "engine/exit_codes.h"
 #include "engine/inference/coco_results.h"
+#include "engine/export/onnx_export.h"
 #include "engine/inference/image_input.h"
+#include "engine/inference/libtorch_backend.h"
+#include "engine/inference/openvino_backend.h"
 #include "engine/inference/overlay.h"
 #include "engine/model/postprocess.h"
 #include "engine/setup/categories.h"
 #include "engine/setup/device.h"
 #include "engine/setup/model_config.h"
+#include "engine/setup/precision.h"
 #include "engine/setup/weights.h"
 #include "engine/tasks/task_common.h"
 #include "engine/tasks/tasks.h"
@@ -41,6 +45,131 @@ namespace mrcnn::engine {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Writes each image's detections into results.json and its overlay image.
+class ResultWriter {
+ public:
+  ResultWriter(dataset::JsonWriter& json, const std::vector<Category>& categories,
+               const std::map<std::string, int64_t>& image_ids, fs::path out_dir,
+               double overlay_threshold)
+      : json_(json),
+        categories_(categories),
+        image_ids_(image_ids),
+        out_dir_(std::move(out_dir)),
+        overlay_threshold_(overlay_threshold) {
+    for (const Category& c : categories_)
+      category_ids_.push_back(c.id);
+  }
+
+  // Returns the number of detections drawn on the overlay.
+  size_t write(const BackendImage& image, const fs::path& relative) {
+    const auto found = image_ids_.find(relative.generic_string());
+    const int64_t image_id = found != image_ids_.end() ? found->second : next_id_;
+    ++next_id_;
+    const model::ImageDetections& result = image.detections;
+    const std::vector<CocoInstance> instances = cocoInstances(result, category_ids_);
+    std::vector<OverlayInstance> overlay;
+    for (size_t k = 0; k < instances.size(); ++k) {
+      const CocoInstance& ci = instances[k];
+      json_.beginObject();
+      json_.key("image_id").value(image_id);
+      json_.key("file_name").value(relative.generic_string());
+      json_.key("category_id").value(ci.category_id);
+      json_.key("bbox").beginArray();
+      for (double v : ci.bbox)
+        json_.value(v);
+      json_.endArray();
+      json_.key("score").value(ci.score);
+      if (ci.mask) {
+        json_.key("segmentation").beginObject();
+        json_.key("size").beginArray().value(ci.mask->h).value(ci.mask->w).endArray();
+        json_.key("counts").value(dataset::toCompressedString(*ci.mask));
+        json_.endObject();
+      }
+      json_.endObject();
+      ++detections_;
+      if (ci.score >= overlay_threshold_) {
+        const auto& name = categories_.at(static_cast<size_t>(ci.label)).name;
+        overlay.push_back({static_cast<float>(ci.bbox[0]), static_cast<float>(ci.bbox[1]),
+                           static_cast<float>(ci.bbox[0] + ci.bbox[2]),
+                           static_cast<float>(ci.bbox[1] + ci.bbox[3]),
+                           static_cast<float>(ci.score), ci.category_id, name,
+                           result.masks.defined()
+                               ? result.masks[static_cast<int64_t>(k)].data_ptr<uint8_t>()
+                               : nullptr});
+      }
+    }
+    cv::Mat drawn = image.original.clone();
+    drawOverlay(drawn, overlay);
+    std::vector<uint8_t> png;
+    cv::imencode(".png", drawn, png);
+    const fs::path overlay_path =
+        out_dir_ / relative.parent_path() / (relative.stem().string() + ".png");
+    std::error_code ec;
+    fs::create_directories(overlay_path.parent_path(), ec);
+    io::writeFileAtomic(overlay_path,
+                        std::string_view(reinterpret_cast<const char*>(png.data()), png.size()));
+    return overlay.size();
+  }
+
+  int64_t detections() const { return detections_; }
+
+ private:
+  dataset::JsonWriter& json_;
+  const std::vector<Category>& categories_;
+  const std::map<std::string, int64_t>& image_ids_;
+  fs::path out_dir_;
+  double overlay_threshold_;
+  std::vector<int64_t> category_ids_;
+  int64_t next_id_ = 1;
+  int64_t detections_ = 0;
+};
+
+// The backend the options ask for, on `device`; reports a failure and returns its exit code.
+int makeBackend(const InferenceOptions& inference, const spec::LoadedSpec& loaded,
+                const fs::path& spec_path, const std::string& device, const fs::path& run_dir, model::MaskRCNN net,
+                const std::vector<Category>& categories, const fs::path& weights,
+                TaskReport& report, std::unique_ptr<InferenceBackend>& backend) {
+  const spec::Experiment& s = loaded.spec;
+  const c10::Device torch_device(device);
+  std::string error;
+  const std::optional<Precision> precision = precisionFromSpec(s, torch_device, &error);
+  if (!precision) return report.fail("bad_spec", spec_path.string() + ": " + error, kExitBadSpec);
+  if (inference.backend == "libtorch") {
+    backend = makeLibTorchBackend(std::move(net), inputOptionsFromSpec(s, loaded.resolved),
+                                  torch_device, *precision);
+    return kExitOk;
+  }
+  if (!torch_device.is_cpu()) {
+    report.log("the OpenVINO backend runs on the CPU (the spec's device " + device +
+               " is for LibTorch)");
+  }
+  OpenVinoOptions ov;
+  ov.onnx = inference.onnx;
+  ov.bf16 = precision->autocast && precision->dtype == at::kBFloat16;
+  for (const Category& c : categories)
+    ov.category_ids.push_back(c.id);
+  if (ov.onnx.empty()) {
+    // The weights exported on the fly, replacing the previous one of the same weights.
+    ov.onnx = run_dir / "openvino" / (weights.stem().string() + ".onnx");
+    try {
+      const exporter::OnnxModel onnx =
+          exporter::exportOnnx(*net, onnxExportOptions(s, loaded.resolved, categories));
+      std::error_code ec;
+      fs::create_directories(ov.onnx.parent_path(), ec);
+      io::writeFileAtomic(ov.onnx, onnx.bytes);
+      report.log("exported " + weights.filename().string() + " to " + ov.onnx.string());
+    } catch (const std::exception& e) {
+      return report.fail(e, "export_failed", "exporting for OpenVINO: ", kExitFailed);
+    }
+  }
+  try {
+    backend = makeOpenVinoBackend(ov);
+  } catch (const std::exception& e) {
+    return report.fail("bad_model", e.what(), kExitBadData);
+  }
+  return kExitOk;
+}
 
 // The task once its reporting is set up: every outcome is reported through `report`.
 int infer(const TaskOptions& options, const InferenceOptions& inference,
@@ -95,17 +224,19 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
   if (!data_log.str().empty()) report.log(data_log.str());
 
   model::MaskRCNN net(modelOptionsFromSpec(s, loaded.resolved));
-  const fs::path weights = weightsFile(options, loaded, run_dir);
-  if (weights.empty()) {
-    return report.fail("no_checkpoint", "no weights to run: " + weightsSearched(options, run_dir),
-                       kExitBadData);
-  }
-  try {
-    const WeightsReport w = loadWeights(*net, weights, s.skip_checkpoint_variables());
-    report.log("weights: " + weights.string() + " (" + w.kind + ", " + std::to_string(w.loaded) +
-               " tensors)");
-  } catch (const std::exception& e) {
-    return report.fail("bad_checkpoint", std::string("checkpoint: ") + e.what(), kExitBadData);
+  const fs::path weights = inference.onnx.empty() ? weightsFile(options, loaded, run_dir) : fs::path();
+  if (inference.onnx.empty()) {
+    if (weights.empty()) {
+      return report.fail("no_checkpoint", "no weights to run: " + weightsSearched(options, run_dir),
+                         kExitBadData);
+    }
+    try {
+      const WeightsReport w = loadWeights(*net, weights, s.skip_checkpoint_variables());
+      report.log("weights: " + weights.string() + " (" + w.kind + ", " + std::to_string(w.loaded) +
+                 " tensors)");
+    } catch (const std::exception& e) {
+      return report.fail("bad_checkpoint", std::string("checkpoint: ") + e.what(), kExitBadData);
+    }
   }
   std::map<std::string, int64_t> image_ids;
   std::vector<Category> categories;
@@ -119,12 +250,13 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
     return fs::is_directory(source) ? path.lexically_relative(source) : path.filename();
   };
 
-  const c10::Device torch_device(device.name);
-  net->to(torch_device);
-  net->prepareForInference();
-  torch::NoGradGuard no_grad;
-
-  const InputOptions input = inputOptionsFromSpec(s, loaded.resolved);
+  std::unique_ptr<InferenceBackend> backend;
+  if (const int code = makeBackend(inference, loaded, options.spec_path, device.name, run_dir, std::move(net),
+                                   categories, weights, report, backend);
+      code != kExitOk) {
+    return code;
+  }
+  report.log("backend: " + backend->description());
 
   std::error_code ec;
   fs::create_directories(out_dir, ec);
@@ -137,12 +269,13 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
   std::ostringstream results;
   dataset::JsonWriter json(results);
   json.beginArray();
+  ResultWriter writer{json, categories, image_ids, out_dir, inference.overlay_threshold};
   const size_t batch_size = std::max<uint32_t>(1, s.eval_batch_size());
   const auto started = std::chrono::steady_clock::now();
   const auto seconds = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   };
-  int64_t next_id = 1, detections = 0, skipped = 0;
+  int64_t skipped = 0;
   size_t done = 0;
   std::string status = "ok";
   try {
@@ -152,91 +285,23 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
         status = "stopped";
         break;
       }
-      std::vector<fs::path> paths;
-      for (size_t i = first; i < std::min(images.size(), first + batch_size); ++i) {
-        paths.push_back(images[i]);
-      }
-      // Batches of one padded size: each image's detections are those it gets alone.
-      const std::vector<SizedBatch> groups = readImagesBySize(paths, input);
-      for (const SkippedImage& bad : groups.front().batch.skipped) {
+      const std::vector<fs::path> paths(
+          images.begin() + static_cast<std::ptrdiff_t>(first),
+          images.begin() + static_cast<std::ptrdiff_t>(std::min(images.size(), first + batch_size)));
+      const BackendRun ran = backend->run(paths);
+      for (const SkippedImage& bad : ran.skipped) {
         const auto found = image_ids.find(relativeName(bad.path).generic_string());
         report.warn("unreadable_image", bad.path.string() + ": " + bad.problem + "; skipped",
                     found != image_ids.end() ? found->second : 0);
         ++skipped;
       }
-      struct Ran {
-        const InputImage* input = nullptr;
-        const cv::Mat* original = nullptr;
-        model::Detections detections;
-      };
-      std::vector<Ran> ran;  // in the order of the files
-      for (const SizedBatch& group : groups) {
-        if (group.batch.inputs.empty()) continue;
-        const std::vector<model::Detections> dets =
-            net->detect(group.batch.images.to(torch_device), group.batch.sizes);
-        for (size_t k = 0; k < dets.size(); ++k) {
-          if (ran.size() <= group.index[k]) ran.resize(group.index[k] + 1);
-          ran[group.index[k]] = {&group.batch.inputs[k], &group.batch.originals[k], dets[k]};
-        }
-      }
-      for (size_t i = 0; i < ran.size(); ++i) {
-        const InputImage& in = *ran[i].input;
-        const model::Detections& det = ran[i].detections;
-        const fs::path relative = relativeName(in.path);
-        const auto found = image_ids.find(relative.generic_string());
-        const int64_t image_id = found != image_ids.end() ? found->second : next_id;
-        ++next_id;
-        model::Detections cpu{det.boxes.cpu(), det.scores.cpu(), det.labels.cpu(),
-                              det.masks.defined() ? det.masks.cpu() : at::Tensor()};
-        const model::ImageDetections result = model::toOriginalImage(
-            cpu, {in.height, in.width}, {in.original_height, in.original_width});
-        std::vector<int64_t> category_ids;
-        for (const Category& c : categories)
-          category_ids.push_back(c.id);
-        const std::vector<CocoInstance> instances = cocoInstances(result, category_ids);
-        std::vector<OverlayInstance> overlay;
-        for (size_t k = 0; k < instances.size(); ++k) {
-          const CocoInstance& ci = instances[k];
-          json.beginObject();
-          json.key("image_id").value(image_id);
-          json.key("file_name").value(relative.generic_string());
-          json.key("category_id").value(ci.category_id);
-          json.key("bbox").beginArray();
-          for (double v : ci.bbox)
-            json.value(v);
-          json.endArray();
-          json.key("score").value(ci.score);
-          if (ci.mask) {
-            json.key("segmentation").beginObject();
-            json.key("size").beginArray().value(ci.mask->h).value(ci.mask->w).endArray();
-            json.key("counts").value(dataset::toCompressedString(*ci.mask));
-            json.endObject();
-          }
-          json.endObject();
-          ++detections;
-          if (ci.score >= inference.overlay_threshold) {
-            const auto& name = categories.at(static_cast<size_t>(ci.label)).name;
-            overlay.push_back({static_cast<float>(ci.bbox[0]), static_cast<float>(ci.bbox[1]),
-                               static_cast<float>(ci.bbox[0] + ci.bbox[2]),
-                               static_cast<float>(ci.bbox[1] + ci.bbox[3]),
-                               static_cast<float>(ci.score), ci.category_id, name,
-                               result.masks.defined()
-                                   ? result.masks[static_cast<int64_t>(k)].data_ptr<uint8_t>()
-                                   : nullptr});
-          }
-        }
-        cv::Mat image = ran[i].original->clone();
-        drawOverlay(image, overlay);
-        std::vector<uint8_t> png;
-        cv::imencode(".png", image, png);
-        const fs::path overlay_path =
-            out_dir / relative.parent_path() / (relative.stem().string() + ".png");
-        fs::create_directories(overlay_path.parent_path(), ec);
-        io::writeFileAtomic(
-            overlay_path, std::string_view(reinterpret_cast<const char*>(png.data()), png.size()));
+      for (size_t i = 0; i < ran.images.size(); ++i) {
+        const BackendImage& image = ran.images[i];
+        const size_t drawn = writer.write(image, relativeName(image.input.path));
         if (!report.events()) {
-          out << "[" << first + i + 1 << "/" << images.size() << "] " << relative.generic_string()
-              << ": " << result.boxes.size(0) << " detections, " << overlay.size()
+          out << "[" << first + i + 1 << "/" << images.size() << "] "
+              << relativeName(image.input.path).generic_string() << ": "
+              << image.detections.boxes.size(0) << " detections, " << drawn
               << " drawn (score >= " << inference.overlay_threshold << ")\n";
         }
       }
@@ -252,6 +317,7 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
         "image " + std::to_string(done + 1) + " of " + std::to_string(images.size()) + ": ",
         kExitFailed);
   }
+  const int64_t detections = writer.detections();
   json.endArray();
 
   std::ostringstream cats;
@@ -282,8 +348,8 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
   if (status == "stopped") summary << " of " << images.size() << ", stopped on request";
   char took[32];
   std::snprintf(took, sizeof took, "%.1f", seconds());
-  summary << ", " << detections << " detections in " << took << " s on " << device.name
-          << "; results " << results_path.string() << "; overlays in " << out_dir.string();
+  summary << ", " << detections << " detections in " << took << " s (" << backend->description()
+          << "); results " << results_path.string() << "; overlays in " << out_dir.string();
   if (report.events()) {
     report.write(train::doneEvent(status, summary.str(), report.elapsed()));
   } else {

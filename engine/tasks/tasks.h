@@ -31,6 +31,11 @@ struct InferenceOptions {
   std::filesystem::path images;
   std::filesystem::path out;       // empty: <run dir>/inference
   double overlay_threshold = 0.5;  // detections drawn on the overlays score at least this
+  // What runs the model: "libtorch" (the engine's model) or "openvino" (OpenVINO's runtime
+  // on the exported ONNX: `onnx`, or the weights exported on the fly into
+  // <run dir>/openvino/<weights stem>.onnx).
+  std::string backend = "libtorch";
+  std::filesystem::path onnx;
   // The inference task: events (start, log, progress per batch, warning per unreadable image,
   // done) on stdout and, when the run directory exists or is where the outputs go, in its
   // events.jsonl and log.txt. False when another task runs it (the train task's overlays):

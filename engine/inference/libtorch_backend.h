@@ -1,0 +1,20 @@
+// The LibTorch backend: the engine's model, batch norms folded, on its device, in the spec's
+// precision (autocast), images batched by padded size (each image's detections are those it
+// gets alone).
+#pragma once
+
+#include <c10/core/Device.h>
+
+#include <memory>
+
+#include "engine/inference/backend.h"
+#include "engine/model/mask_rcnn.h"
+#include "engine/setup/precision.h"
+
+namespace mrcnn::engine {
+
+// `model` has its weights; it is moved to `device` and prepared for inference.
+std::unique_ptr<InferenceBackend> makeLibTorchBackend(model::MaskRCNN model, InputOptions input,
+                                                      c10::Device device, Precision precision);
+
+}  // namespace mrcnn::engine

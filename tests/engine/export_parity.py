@@ -1,0 +1,176 @@
+"""The exported model against the engine, for tests/app/test_export.cpp. Test-only: the
+product never runs Python.
+
+    export_parity.py onnxruntime MODEL.onnx IMAGES_DIR ENGINE_RESULTS.json
+        ONNX Runtime (the oracle of the ONNX format) runs model.onnx on each image of the
+        folder (RGB in 0..1, as the model's input says) and its detections are matched with
+        the engine's own (results.json of `--task inference`); ONNX Runtime's masks are pasted
+        with torchvision's paste_masks_in_image and thresholded at 0.5.
+    export_parity.py torchvision MODEL.pth KWARGS_JSON IMAGES_DIR ENGINE_RESULTS.json
+        torchvision's maskrcnn_resnet50_fpn(**KWARGS) loads model.pth with strict=True and
+        runs each image; its detections are matched with the engine's.
+    export_parity.py results A.json B.json
+        Two results files of the inference task (two backends) matched with each other.
+
+Matching, per image: each detection of the reference (the second file, or the engine) is
+paired with the unpaired detection of the same category whose box overlaps it most (IoU at
+least 0.5). A pair agrees when every box coordinate is within BOX_REL of the reference's
+(relative, at least 1 px scale), the score within SCORE and the mask IoU at least MASK_IOU.
+Prints one JSON line (compared, agreed, the worst differences, per image) and exits 1 when
+fewer than REQUIRED_SHARE of the reference's detections agree, or the counts differ by more
+than 2% (tolerances are options: --box-rel, --score, --mask-iou, --share).
+"""
+
+import argparse
+import glob
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+from PIL import Image
+from pycocotools import mask as mask_utils
+
+
+def rgb01(path):
+    return np.ascontiguousarray(
+        np.asarray(Image.open(path).convert("RGB"), dtype=np.float32).transpose(2, 0, 1) / 255.0)
+
+
+def detections_from_results(path):
+    by_file = {}
+    for r in json.load(open(path)):
+        x, y, w, h = r["bbox"]
+        d = {"box": [x, y, x + w, y + h], "score": r["score"], "category": r["category_id"]}
+        if "segmentation" in r:
+            d["mask"] = mask_utils.decode(r["segmentation"]).astype(bool)
+        by_file.setdefault(r["file_name"], []).append(d)
+    return by_file
+
+
+def detections_from_arrays(boxes, labels, scores, masks, size):
+    """masks: [N, 1, M, M] probabilities over each box (ONNX) or [N, 1, H, W] pasted."""
+    from torchvision.models.detection.roi_heads import paste_masks_in_image
+    boxes_t = torch.as_tensor(np.asarray(boxes), dtype=torch.float32)
+    masks_t = torch.as_tensor(np.asarray(masks), dtype=torch.float32)
+    if masks_t.numel() and masks_t.shape[-2:] != size:
+        masks_t = paste_masks_in_image(masks_t, boxes_t, size)
+    out = []
+    for k in range(len(scores)):
+        out.append({"box": [float(v) for v in boxes_t[k]], "score": float(scores[k]),
+                    "category": int(labels[k]), "mask": (masks_t[k, 0] > 0.5).numpy()})
+    return out
+
+
+def iou(a, b):
+    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = ix * iy
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union > 0 else 0.0
+
+
+def mask_iou(a, b):
+    union = np.logical_or(a, b).sum()
+    return 1.0 if union == 0 else float(np.logical_and(a, b).sum()) / float(union)
+
+
+def compare(ours, reference, opts):
+    """Both: file name -> detections. Returns the report and whether it passes."""
+    report = {"compared": 0, "agreed": 0, "worst_box_rel": 0.0, "worst_score": 0.0,
+              "worst_mask_iou": 1.0, "counts": {}, "files": len(reference)}
+    ok = True
+    for name, ref in sorted(reference.items()):
+        mine = list(ours.get(name, []))
+        report["counts"][name] = [len(mine), len(ref)]
+        if abs(len(mine) - len(ref)) > max(1, 0.02 * len(ref)):
+            ok = False
+        used = [False] * len(mine)
+        for r in sorted(ref, key=lambda d: -d["score"]):
+            report["compared"] += 1
+            best, best_iou = -1, 0.5
+            for k, m in enumerate(mine):
+                if used[k] or m["category"] != r["category"]:
+                    continue
+                v = iou(m["box"], r["box"])
+                if v >= best_iou:
+                    best, best_iou = k, v
+            if best < 0:
+                continue
+            used[best] = True
+            m = mine[best]
+            box_rel = max(abs(a - b) / max(1.0, abs(b)) for a, b in zip(m["box"], r["box"]))
+            score = abs(m["score"] - r["score"])
+            miou = mask_iou(m["mask"], r["mask"]) if "mask" in m and "mask" in r else 1.0
+            report["worst_box_rel"] = max(report["worst_box_rel"], box_rel)
+            report["worst_score"] = max(report["worst_score"], score)
+            report["worst_mask_iou"] = min(report["worst_mask_iou"], miou)
+            if box_rel <= opts.box_rel and score <= opts.score and miou >= opts.mask_iou:
+                report["agreed"] += 1
+    share = report["agreed"] / max(1, report["compared"])
+    report["share"] = share
+    return report, ok and share >= opts.share and report["compared"] > 0
+
+
+def images_of(folder, reference):
+    paths = sorted(p for p in glob.glob(os.path.join(folder, "*"))
+                   if os.path.basename(p) in reference)
+    if not paths:
+        raise SystemExit(f"no image of {folder} is in the engine's results")
+    return paths
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=["onnxruntime", "torchvision", "results"])
+    parser.add_argument("args", nargs="+")
+    parser.add_argument("--box-rel", type=float, default=1e-3)
+    parser.add_argument("--score", type=float, default=1e-4)
+    parser.add_argument("--mask-iou", type=float, default=0.98)
+    parser.add_argument("--share", type=float, default=0.98)
+    opts = parser.parse_args()
+    torch.set_num_threads(2)
+
+    if opts.mode == "results":
+        a, b = opts.args
+        report, ok = compare(detections_from_results(a), detections_from_results(b), opts)
+    elif opts.mode == "onnxruntime":
+        import onnxruntime as ort
+        model, folder, engine = opts.args
+        reference = detections_from_results(engine)
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 2
+        session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        ours = {}
+        for path in images_of(folder, reference):
+            image = rgb01(path)
+            boxes, labels, scores, masks = session.run(["boxes", "labels", "scores", "masks"],
+                                                       {"image": image})
+            ours[os.path.basename(path)] = detections_from_arrays(
+                boxes, labels, scores, masks, tuple(image.shape[1:]))
+        report, ok = compare(ours, reference, opts)
+        report["runtime"] = "onnxruntime " + ort.__version__
+    else:
+        import torchvision
+        weights, kwargs, folder, engine = opts.args
+        reference = detections_from_results(engine)
+        model = torchvision.models.detection.maskrcnn_resnet50_fpn(**json.loads(kwargs))
+        model.load_state_dict(torch.load(weights, map_location="cpu"), strict=True)
+        model.eval()
+        ours = {}
+        with torch.no_grad():
+            for path in images_of(folder, reference):
+                image = torch.from_numpy(rgb01(path))
+                out = model([image])[0]
+                ours[os.path.basename(path)] = detections_from_arrays(
+                    out["boxes"], out["labels"], out["scores"], out["masks"],
+                    tuple(image.shape[1:]))
+        report, ok = compare(ours, reference, opts)
+        report["runtime"] = "torchvision " + torchvision.__version__
+    print(json.dumps(report, sort_keys=True))
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
