@@ -28,9 +28,10 @@ constexpr const char* kUsage =
     "       mrcnn-engine --spec SPEC --task dataset_convert [--run-dir DIR]\n"
     "                    (the spec's train and val sets into RUN_DIR/shards)\n"
     "       mrcnn-engine --spec SPEC --task export [--checkpoint FILE] [--output-dir DIR]\n"
-    "                    [--opset 16|17] [--gen-ds-config]\n"
-    "                    (model.onnx, model.pth, labels.txt into a new folder; default\n"
-    "                    RUN_DIR/export/<checkpoint>)\n"
+    "                    [--opset 16|17] [--gen-ds-config] [--images FILE_OR_DIR]\n"
+    "                    (model.onnx, model.pth, labels.txt, export_report.json into a new\n"
+    "                    folder, default RUN_DIR/export/<checkpoint>; parity checked with\n"
+    "                    OpenVINO on --images or the spec's validation images)\n"
     "       mrcnn-engine --spec SPEC --task benchmark [--mode train|inference] [--steps N]\n"
     "                    (synthetic batches of the spec's image size and model)\n"
     "data-parallel: started by torchrun, SLURM or mrcnn-workbench --nproc-per-node, the\n"
@@ -234,6 +235,7 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
     ExportOptions ex;
     ex.output_dir = get("--output-dir");
     ex.gen_ds_config = values.count("--gen-ds-config") > 0;
+    ex.images = get("--images");
     if (values.count("--opset")) {
       const std::string text = get("--opset");
       if (text != "16" && text != "17") {

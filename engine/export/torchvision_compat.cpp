@@ -67,28 +67,32 @@ TorchvisionCompat torchvisionCompat(model::MaskRCNNImpl& model, const dataset::R
   // The keywords that make torchvision run it as the engine does, and what none can.
   const model::RPNOptions& rpn = model.rpn()->options();
   const model::RoIHeadsOptions& roi = model.roiHeads()->options();
-  std::ostringstream call;
-  call << "torchvision.models.detection.maskrcnn_resnet50_fpn(weights=None, "
-          "weights_backbone=None, num_classes="
-       << classes;
   std::vector<std::string> differs;
+  out.kwargs.emplace_back("num_classes", static_cast<double>(classes));
   if (resize.mode == dataset::ResizeMode::kShorterSide) {
-    call << ", min_size=" << resize.min_size << ", max_size=" << resize.max_size;
+    out.kwargs.emplace_back("min_size", resize.min_size);
+    out.kwargs.emplace_back("max_size", resize.max_size);
   } else {
     differs.push_back("the spec resizes onto a fixed " + std::to_string(resize.canvas_height) +
                       "x" + std::to_string(resize.canvas_width) +
                       " canvas, torchvision by the shorter side");
   }
-  call << ", rpn_pre_nms_top_n_test=" << rpn.pre_nms_top_n_test
-       << ", rpn_post_nms_top_n_test=" << rpn.post_nms_top_n_test
-       << ", rpn_nms_thresh=" << number(rpn.nms_thresh_test)
-       << ", box_score_thresh=" << number(roi.score_thresh)
-       << ", box_nms_thresh=" << number(roi.nms_thresh)
-       << ", box_detections_per_img=" << roi.detections_per_image << ")";
+  out.kwargs.emplace_back("rpn_pre_nms_top_n_test", static_cast<double>(rpn.pre_nms_top_n_test));
+  out.kwargs.emplace_back("rpn_post_nms_top_n_test", static_cast<double>(rpn.post_nms_top_n_test));
+  out.kwargs.emplace_back("rpn_nms_thresh", rpn.nms_thresh_test);
+  out.kwargs.emplace_back("box_score_thresh", roi.score_thresh);
+  out.kwargs.emplace_back("box_nms_thresh", roi.nms_thresh);
+  out.kwargs.emplace_back("box_detections_per_img", static_cast<double>(roi.detections_per_image));
+  std::ostringstream call;
+  call << "torchvision.models.detection.maskrcnn_resnet50_fpn(weights=None, weights_backbone=None";
+  for (const auto& [name, value] : out.kwargs)
+    call << ", " << name << "=" << number(value);
+  call << ")";
   if (model.rpn()->anchorGenerator().options().mode == model::AnchorOptions::Mode::Tao)
     differs.push_back("the spec's anchors (anchor_scale, aspect_ratios) are not torchvision's");
   if (rpn.min_size > 1.001e-3) differs.push_back("rpn_min_size " + number(rpn.min_size));
   out.note = "model.pth loads with strict=True into " + call.str();
+  out.same_detections = differs.empty();
   if (differs.empty()) {
     out.note += ", which then gives the engine's detections";
   } else {

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "dataset/loader/transform.h"
 #include "engine/model/mask_rcnn.h"
@@ -18,6 +20,10 @@ struct TorchvisionCompat {
   // without pretrained weights and FrozenBatchNorm2d with them, which drops the key.
   model::StateDict state;
   std::string note;  // how to load it, or why there is no file
+  // The keyword arguments of maskrcnn_resnet50_fpn that make torchvision run it as the engine
+  // does (weights and weights_backbone are None), and whether that is all it takes.
+  std::vector<std::pair<std::string, double>> kwargs;
+  bool same_detections = false;
 };
 
 TorchvisionCompat torchvisionCompat(model::MaskRCNNImpl& model, const dataset::ResizeSpec& resize);

@@ -41,8 +41,8 @@ class OpenVinoBackend final : public InferenceBackend {
       for (const auto& output : model->outputs())
         with_masks_ = with_masks_ || output.get_names().count("masks") > 0;
       const bool bf16 = o.bf16 && cpuHasBf16(core_);
-      ov::AnyMap config{{ov::hint::inference_precision.name(),
-                         bf16 ? ov::element::bf16 : ov::element::f32}};
+      ov::AnyMap config{
+          {ov::hint::inference_precision.name(), bf16 ? ov::element::bf16 : ov::element::f32}};
       if (o.threads > 0) config.emplace(ov::inference_num_threads.name(), o.threads);
       compiled_ = core_.compile_model(model, "CPU", config);
       request_ = compiled_.create_infer_request();

@@ -21,6 +21,7 @@
 #include "engine/setup/device.h"
 #include "engine/setup/model_config.h"
 #include "engine/setup/weights.h"
+#include "engine/tasks/export_report.h"
 #include "engine/tasks/task_common.h"
 #include "engine/tasks/tasks.h"
 #include "engine/train/event_writer.h"
@@ -77,7 +78,8 @@ std::string labelsText(const std::vector<Category>& categories) {
 }
 
 std::string reportJson(const exporter::OnnxModel& onnx, const exporter::TorchvisionCompat& tv,
-                       const fs::path& weights, const ExportOptions& options, bool ds_config) {
+                       const fs::path& weights, const ExportOptions& options, bool ds_config,
+                       const ExportParity& parity, const exporter::ParityTolerance& tolerance) {
   std::ostringstream s;
   dataset::JsonWriter j(s);
   j.beginObject();
@@ -94,11 +96,60 @@ std::string reportJson(const exporter::OnnxModel& onnx, const exporter::Torchvis
   j.key("torchvision").beginObject();
   j.key("file").value(tv.compatible ? "model.pth" : "");
   j.key("note").value(tv.note);
+  if (tv.compatible) {
+    j.key("kwargs").beginObject();
+    j.key("weights").value(nullptr);
+    j.key("weights_backbone").value(nullptr);
+    for (const auto& [name, value] : tv.kwargs)
+      j.key(name).value(value);
+    j.endObject();
+    j.key("same_detections").value(tv.same_detections);
+  }
   j.endObject();
   j.key("labels").value("labels.txt");
   j.key("deepstream_config").value(ds_config ? "nvinfer_config.txt" : "");
+  writeParityJson(j, parity, tolerance);
   j.endObject();
   return s.str();
+}
+
+// The images of the parity check: --images, else the spec's validation images with their
+// annotations (the first eval_samples of the json), else none.
+ParityInputs parityInputs(const ExportOptions& ex, const spec::LoadedSpec& loaded,
+                          const DataFiles& data, const std::vector<Category>& categories,
+                          TaskReport& report) {
+  ParityInputs in;
+  for (const Category& c : categories)
+    in.category_ids.push_back(c.id);
+  in.with_masks = loaded.spec.maskrcnn_config().include_mask();
+  std::error_code ec;
+  if (!ex.images.empty()) {
+    in.files = listImages(ex.images);
+    in.root = fs::is_directory(ex.images, ec) ? ex.images : ex.images.parent_path();
+    return in;
+  }
+  if (data.val_image_dir.empty() || !fs::is_directory(data.val_image_dir, ec)) return in;
+  in.root = data.val_image_dir;
+  const uint32_t limit = loaded.spec.data_config().eval_samples();
+  if (!data.val_json.empty() && fs::is_regular_file(data.val_json, ec)) {
+    try {
+      in.ground_truth =
+          std::make_shared<const dataset::CocoDataset>(dataset::loadCoco(data.val_json));
+    } catch (const std::exception& e) {
+      report.warn("bad_dataset", data.val_json.string() + ": " + e.what() + "; parity without mAP");
+    }
+  }
+  if (in.ground_truth) {
+    for (const auto& image : in.ground_truth->images()) {
+      if (limit > 0 && in.files.size() >= limit) break;
+      in.files.push_back(in.root / std::string(image.file_name));
+      in.image_ids[std::string(image.file_name)] = image.id;
+    }
+  } else {
+    in.files = listImages(in.root);
+    if (limit > 0 && in.files.size() > limit) in.files.resize(limit);
+  }
+  return in;
 }
 
 int exportModel(const TaskOptions& options, const ExportOptions& ex, const spec::LoadedSpec& loaded,
@@ -108,6 +159,12 @@ int exportModel(const TaskOptions& options, const ExportOptions& ex, const spec:
   const std::optional<DataFiles> data =
       prepareData(loaded, data_log, data_err,
                   DataNeeds{.train = false, .val_json = false, .val_images = false});
+  // The model with its weights, loaded again for each backend of the parity check.
+  const auto make_model = [&]() {
+    model::MaskRCNN m(modelOptionsFromSpec(s, loaded.resolved));
+    loadWeights(*m, weightsFile(options, loaded, run_dir), s.skip_checkpoint_variables());
+    return m;
+  };
   if (!data) return report.fail("bad_dataset", data_err.str(), kExitBadData);
 
   model::MaskRCNN net(modelOptionsFromSpec(s, loaded.resolved));
@@ -151,8 +208,8 @@ int exportModel(const TaskOptions& options, const ExportOptions& ex, const spec:
   exporter::OnnxExportOptions onnx_options = onnxExportOptions(s, loaded.resolved, categories);
   const InputOptions input = inputOptionsFromSpec(s, loaded.resolved);
   onnx_options.opset = ex.opset;
-  onnx_options.metadata.insert(onnx_options.metadata.begin(),
-                               {{"spec", options.spec_path.string()}, {"weights", weights.string()}});
+  onnx_options.metadata.insert(onnx_options.metadata.begin(), {{"spec", options.spec_path.string()},
+                                                               {"weights", weights.string()}});
 
   const auto started = std::chrono::steady_clock::now();
   exporter::OnnxModel onnx;
@@ -185,9 +242,32 @@ int exportModel(const TaskOptions& options, const ExportOptions& ex, const spec:
                           exporter::deepStreamConfig(onnx_options, categories.size(),
                                                      2 * net->roiHeads()->options().mask_roi_size));
     }
+    const exporter::ParityTolerance tolerance;
+    ExportParity parity;
+    try {
+      parity = measureExportParity(parityInputs(ex, loaded, *data, categories, report), make_model,
+                                   input, dir / "model.onnx",
+                                   s.use_amp() && s.amp_dtype() == "bf16", tolerance, report);
+    } catch (const io::DiskFullError&) {
+      throw;
+    } catch (const std::exception& e) {
+      return report.fail("export_parity_failed",
+                         "the exported model could not be checked: " + std::string(e.what()),
+                         kExitFailed);
+    }
+    if (!parity.skipped.empty()) report.warn("no_parity_check", parity.skipped);
     io::writeFileAtomic(dir / "export_report.json",
-                        reportJson(onnx, tv, weights, ex, ex.gen_ds_config));
+                        reportJson(onnx, tv, weights, ex, ex.gen_ds_config, parity, tolerance));
     staging.moveTo(out_dir);
+    if (parity.skipped.empty() && !parity.passed) {
+      return report.fail("export_parity_failed",
+                         out_dir.string() +
+                             ": the exported model does not give the engine's "
+                             "detections (" +
+                             std::to_string(parity.agreed) + " of " +
+                             std::to_string(parity.reference) + " agree); see export_report.json",
+                         kExitFailed);
+    }
   } catch (const std::exception& e) {
     return report.fail(e, "write_failed", "--output-dir: ", kExitBadData);
   }

@@ -23,8 +23,8 @@
 #include "dataset/json_writer.h"
 #include "dataset/rle.h"
 #include "engine/exit_codes.h"
-#include "engine/inference/coco_results.h"
 #include "engine/export/onnx_export.h"
+#include "engine/inference/coco_results.h"
 #include "engine/inference/image_input.h"
 #include "engine/inference/libtorch_backend.h"
 #include "engine/inference/openvino_backend.h"
@@ -127,9 +127,10 @@ class ResultWriter {
 
 // The backend the options ask for, on `device`; reports a failure and returns its exit code.
 int makeBackend(const InferenceOptions& inference, const spec::LoadedSpec& loaded,
-                const fs::path& spec_path, const std::string& device, const fs::path& run_dir, model::MaskRCNN net,
-                const std::vector<Category>& categories, const fs::path& weights,
-                TaskReport& report, std::unique_ptr<InferenceBackend>& backend) {
+                const fs::path& spec_path, const std::string& device, const fs::path& run_dir,
+                model::MaskRCNN net, const std::vector<Category>& categories,
+                const fs::path& weights, TaskReport& report,
+                std::unique_ptr<InferenceBackend>& backend) {
   const spec::Experiment& s = loaded.spec;
   const c10::Device torch_device(device);
   std::string error;
@@ -224,7 +225,8 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
   if (!data_log.str().empty()) report.log(data_log.str());
 
   model::MaskRCNN net(modelOptionsFromSpec(s, loaded.resolved));
-  const fs::path weights = inference.onnx.empty() ? weightsFile(options, loaded, run_dir) : fs::path();
+  const fs::path weights =
+      inference.onnx.empty() ? weightsFile(options, loaded, run_dir) : fs::path();
   if (inference.onnx.empty()) {
     if (weights.empty()) {
       return report.fail("no_checkpoint", "no weights to run: " + weightsSearched(options, run_dir),
@@ -251,8 +253,8 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
   };
 
   std::unique_ptr<InferenceBackend> backend;
-  if (const int code = makeBackend(inference, loaded, options.spec_path, device.name, run_dir, std::move(net),
-                                   categories, weights, report, backend);
+  if (const int code = makeBackend(inference, loaded, options.spec_path, device.name, run_dir,
+                                   std::move(net), categories, weights, report, backend);
       code != kExitOk) {
     return code;
   }
@@ -285,9 +287,9 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
         status = "stopped";
         break;
       }
-      const std::vector<fs::path> paths(
-          images.begin() + static_cast<std::ptrdiff_t>(first),
-          images.begin() + static_cast<std::ptrdiff_t>(std::min(images.size(), first + batch_size)));
+      const std::vector<fs::path> paths(images.begin() + static_cast<std::ptrdiff_t>(first),
+                                        images.begin() + static_cast<std::ptrdiff_t>(std::min(
+                                                             images.size(), first + batch_size)));
       const BackendRun ran = backend->run(paths);
       for (const SkippedImage& bad : ran.skipped) {
         const auto found = image_ids.find(relativeName(bad.path).generic_string());

@@ -104,12 +104,17 @@ struct ExportOptions {
   std::filesystem::path output_dir;  // empty: <run dir>/export/<weights stem>[-N]
   int opset = 17;
   bool gen_ds_config = false;  // also a DeepStream nvinfer config (nvinfer_config.txt)
+  // The images of the parity check (a file or folder); empty: the spec's validation images
+  // (its first eval_samples), with their annotations for mAP.
+  std::filesystem::path images;
 };
 
 // Exports the spec's model with its weights (as runInference picks them) into a new folder:
 // model.onnx (engine/export/onnx_export.h), model.pth when the model is torchvision's
-// maskrcnn_resnet50_fpn, labels.txt, the DeepStream config when asked, export_report.json.
-// An existing --output-dir is refused (kExitUsage); the folder appears whole or not at all.
+// maskrcnn_resnet50_fpn, labels.txt, the DeepStream config when asked, export_report.json
+// with the exported model run by OpenVINO beside LibTorch (tasks/export_report.h). An
+// existing --output-dir is refused (kExitUsage); the folder appears whole or not at all. An
+// export whose parity fails is kept for inspection and the task exits kExitFailed.
 int runExport(const TaskOptions& options, const ExportOptions& ex, std::ostream& out,
               std::ostream& err);
 

@@ -1,0 +1,182 @@
+#include "engine/tasks/export_report.h"
+
+#include <chrono>
+#include <sstream>
+
+#include "engine/inference/coco_results.h"
+#include "engine/inference/libtorch_backend.h"
+#include "engine/inference/openvino_backend.h"
+
+namespace mrcnn::engine {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Measured {
+  BackendMeasure measure;
+  BackendRun run;
+};
+
+Measured measure(InferenceBackend& backend, const std::string& name, const ParityInputs& in) {
+  Measured m;
+  const auto started = std::chrono::steady_clock::now();
+  m.run = backend.run(in.files);
+  m.measure.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  m.measure.backend = name;
+  m.measure.description = backend.description();
+  m.measure.precision = backend.precision();
+  if (in.ground_truth) {
+    std::vector<int64_t> ids;
+    std::vector<eval::Detection> detections;
+    for (const BackendImage& image : m.run.images) {
+      const std::string relative = image.input.path.lexically_relative(in.root).generic_string();
+      const auto found = in.image_ids.find(relative);
+      if (found == in.image_ids.end()) continue;
+      ids.push_back(found->second);
+      for (CocoInstance& ci : cocoInstances(image.detections, in.category_ids)) {
+        eval::Detection d;
+        d.image_id = found->second;
+        d.category_id = ci.category_id;
+        d.bbox = {ci.bbox[0], ci.bbox[1], ci.bbox[2], ci.bbox[3]};
+        d.area = ci.bbox[2] * ci.bbox[3];
+        d.score = ci.score;
+        if (ci.mask) d.mask = std::move(*ci.mask);
+        detections.push_back(std::move(d));
+      }
+    }
+    if (!ids.empty()) {
+      const eval::CocoEvaluator evaluator(*in.ground_truth, in.with_masks, ids);
+      m.measure.report = evaluator.evaluate(std::move(detections));
+    }
+  }
+  return m;
+}
+
+std::string apText(const BackendMeasure& m) {
+  std::ostringstream s;
+  s << m.backend << " " << m.precision << ": " << m.seconds << " s";
+  if (m.report && m.report->bbox) s << ", bbox AP " << m.report->bbox->stats[0];
+  if (m.report && m.report->segm) s << ", segm AP " << m.report->segm->stats[0];
+  return s.str();
+}
+
+void writeStats(dataset::JsonWriter& j, const char* key, const std::optional<eval::EvalResult>& r) {
+  if (!r) return;
+  j.key(key).beginObject();
+  j.key("AP").value(r->stats[0]);
+  j.key("AP50").value(r->stats[1]);
+  j.key("AP75").value(r->stats[2]);
+  j.endObject();
+}
+
+}  // namespace
+
+ExportParity measureExportParity(const ParityInputs& inputs,
+                                 const std::function<model::MaskRCNN()>& make_model,
+                                 const InputOptions& input, const fs::path& onnx, bool bf16,
+                                 const exporter::ParityTolerance& tolerance, TaskReport& report) {
+  ExportParity out;
+  if (inputs.files.empty()) {
+    out.skipped = "no images to run: give --images, or a spec with validation images";
+    return out;
+  }
+  OpenVinoOptions ov;
+  ov.onnx = onnx;
+  ov.category_ids = inputs.category_ids;
+  const c10::Device cpu(c10::kCPU);
+
+  report.log("parity: " + std::to_string(inputs.files.size()) +
+             " images through LibTorch and OpenVINO in fp32");
+  Measured reference = [&] {
+    auto backend = makeLibTorchBackend(make_model(), input, cpu, Precision{});
+    return measure(*backend, "libtorch", inputs);
+  }();
+  Measured exported = [&] {
+    auto backend = makeOpenVinoBackend(ov);
+    return measure(*backend, "openvino", inputs);
+  }();
+  for (size_t i = 0; i < reference.run.images.size() && i < exported.run.images.size(); ++i) {
+    exporter::ImageParity p = exporter::compareDetections(
+        exported.run.images[i].detections, reference.run.images[i].detections, tolerance);
+    p.file = reference.run.images[i].input.path.lexically_relative(inputs.root).generic_string();
+    out.reference += p.reference;
+    out.agreed += p.agreed;
+    out.images.push_back(std::move(p));
+  }
+  bool counts_ok = reference.run.images.size() == exported.run.images.size();
+  for (const exporter::ImageParity& p : out.images) {
+    const double slack = std::max(1.0, 0.02 * static_cast<double>(p.reference));
+    counts_ok = counts_ok && std::abs(static_cast<double>(p.ours - p.reference)) <= slack;
+  }
+  const double share = out.reference == 0
+                           ? 1.0
+                           : static_cast<double>(out.agreed) / static_cast<double>(out.reference);
+  out.passed = counts_ok && share >= tolerance.share;
+  out.measures.push_back(reference.measure);
+  out.measures.push_back(exported.measure);
+  report.log("parity: " + std::to_string(out.agreed) + " of " + std::to_string(out.reference) +
+             " detections agree; " + apText(reference.measure) + "; " + apText(exported.measure));
+
+  if (bf16) {
+    Precision p;
+    p.autocast = true;
+    p.dtype = at::kBFloat16;
+    p.name = "bf16";
+    auto lt = makeLibTorchBackend(make_model(), input, cpu, p);
+    out.measures.push_back(measure(*lt, "libtorch", inputs).measure);
+    ov.bf16 = true;
+    auto ovb = makeOpenVinoBackend(ov);
+    out.measures.push_back(measure(*ovb, "openvino", inputs).measure);
+    report.log("bf16: " + apText(out.measures[2]) + "; " + apText(out.measures[3]));
+  }
+  return out;
+}
+
+void writeParityJson(dataset::JsonWriter& j, const ExportParity& parity,
+                     const exporter::ParityTolerance& tolerance) {
+  j.key("parity").beginObject();
+  if (!parity.skipped.empty()) {
+    j.key("skipped").value(parity.skipped);
+    j.endObject();
+    return;
+  }
+  j.key("passed").value(parity.passed);
+  j.key("reference").value(parity.reference);
+  j.key("agreed").value(parity.agreed);
+  j.key("tolerance").beginObject();
+  j.key("box_relative").value(tolerance.box_rel);
+  j.key("score").value(tolerance.score);
+  j.key("mask_iou").value(tolerance.mask_iou);
+  j.key("share").value(tolerance.share);
+  j.endObject();
+  j.key("images").beginArray();
+  for (const exporter::ImageParity& p : parity.images) {
+    j.beginObject();
+    j.key("file").value(p.file);
+    j.key("detections").beginArray().value(p.ours).value(p.reference).endArray();
+    j.key("agreed").value(p.agreed);
+    j.key("max_box_diff_relative").value(p.worst_box_rel);
+    j.key("max_score_diff").value(p.worst_score);
+    j.key("min_mask_iou").value(p.worst_mask_iou);
+    j.endObject();
+  }
+  j.endArray();
+  j.key("runs").beginArray();
+  for (const BackendMeasure& m : parity.measures) {
+    j.beginObject();
+    j.key("backend").value(m.backend);
+    j.key("description").value(m.description);
+    j.key("precision").value(m.precision);
+    j.key("seconds").value(m.seconds);
+    if (m.report) {
+      writeStats(j, "bbox", m.report->bbox);
+      writeStats(j, "segm", m.report->segm);
+    }
+    j.endObject();
+  }
+  j.endArray();
+  j.endObject();
+}
+
+}  // namespace mrcnn::engine

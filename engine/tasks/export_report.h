@@ -1,0 +1,63 @@
+// What an export proves about itself (export_report.json): the exported model run by
+// OpenVINO's runtime beside the engine's own LibTorch inference on the same image files, both
+// in fp32 — per image the detections' counts, the largest box and score differences, the
+// smallest mask IoU — and, when the images have annotations, COCO bbox/segm mAP of both, also
+// in bf16 when the spec asks for it.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dataset/coco/coco.h"
+#include "dataset/json_writer.h"
+#include "engine/eval/evaluator.h"
+#include "engine/export/detection_parity.h"
+#include "engine/inference/image_input.h"
+#include "engine/model/mask_rcnn.h"
+#include "engine/tasks/task_common.h"
+
+namespace mrcnn::engine {
+
+struct ParityInputs {
+  std::vector<std::filesystem::path> files;
+  std::filesystem::path root;  // the files' folder: their names in the report are relative to it
+  std::shared_ptr<const dataset::CocoDataset> ground_truth;  // null: no mAP
+  std::map<std::string, int64_t> image_ids;                  // relative name -> image id
+  std::vector<int64_t> category_ids;                         // by label, index 0 unused
+  bool with_masks = true;
+};
+
+struct BackendMeasure {
+  std::string backend;  // "libtorch", "openvino"
+  std::string description;
+  std::string precision;
+  double seconds = 0;
+  std::optional<eval::EvaluationReport> report;
+};
+
+struct ExportParity {
+  std::string skipped;  // why nothing ran (no images); empty when it ran
+  std::vector<exporter::ImageParity> images;
+  int64_t reference = 0, agreed = 0;
+  bool passed = false;
+  std::vector<BackendMeasure> measures;
+};
+
+// `make_model`: the model with its weights (a new one each call). `bf16`: also measure mAP in
+// bf16 (the spec's use_amp with amp_dtype bf16). Progress goes to `report` as log events.
+ExportParity measureExportParity(const ParityInputs& inputs,
+                                 const std::function<model::MaskRCNN()>& make_model,
+                                 const InputOptions& input, const std::filesystem::path& onnx,
+                                 bool bf16, const exporter::ParityTolerance& tolerance,
+                                 TaskReport& report);
+
+// The "parity" object of export_report.json.
+void writeParityJson(dataset::JsonWriter& json, const ExportParity& parity,
+                     const exporter::ParityTolerance& tolerance);
+
+}  // namespace mrcnn::engine
