@@ -61,7 +61,9 @@ constexpr const char* kUsage =
     "[--run-dir DIR]\n"
     "       mrcnn-workbench --headless SPEC --task evaluate [--checkpoint FILE] [--run-dir DIR]\n"
     "       mrcnn-workbench --headless SPEC --task inference --images FILE_OR_DIR [--out DIR] "
-    "[--checkpoint FILE]\n"
+    "[--checkpoint FILE] [--backend libtorch|openvino] [--onnx MODEL.onnx]\n"
+    "       mrcnn-workbench --headless SPEC --task export [--checkpoint FILE] [--output-dir DIR] "
+    "[--opset 16|17] [--gen-ds-config] [--images FILE_OR_DIR]\n"
     "       mrcnn-workbench --headless --task evaluate --annotations GT.json --results DT.json "
     "[--iou-type bbox|segm|both] [--metrics-out M.json]\n"
     "       mrcnn-workbench --headless --task dataset_convert --image-dir DIR --annotations F.json "
@@ -112,14 +114,15 @@ int runHeadless(const std::vector<std::string>& args, const std::string& self) {
         layout.master_addr = value;
         continue;
       }
-      const int n = name == "--node-rank" ? (value == "0" ? 0 : parseCount(value))
-                                          : parseCount(value);
+      const int n =
+          name == "--node-rank" ? (value == "0" ? 0 : parseCount(value)) : parseCount(value);
       const int port = name == "--master-port" ? std::atoi(value.c_str()) : 0;
-      if ((name == "--master-port" && (port < 1 || port > 65535 ||
-                                       std::to_string(port) != value)) ||
+      if ((name == "--master-port" &&
+           (port < 1 || port > 65535 || std::to_string(port) != value)) ||
           (name != "--master-port" && n < 0)) {
         std::cerr << "mrcnn-workbench: " << name << " " << value
-                  << ": not a valid value (a whole number" << (name == "--master-port" ? ", a TCP port" : " from 1") << ")\n";
+                  << ": not a valid value (a whole number"
+                  << (name == "--master-port" ? ", a TCP port" : " from 1") << ")\n";
         return 2;
       }
       if (name == "--nproc-per-node") layout.nproc_per_node = n;
@@ -132,7 +135,8 @@ int runHeadless(const std::vector<std::string>& args, const std::string& self) {
       engine_args.push_back(a);
       // Every option but these flags takes a value, which goes along (the engine checks
       // the names).
-      const bool flag = a == "--version" || a.find('=') != std::string::npos;
+      const bool flag =
+          a == "--version" || a == "--gen-ds-config" || a.find('=') != std::string::npos;
       if (!flag && i + 1 < args.size()) {
         engine_args.push_back(args[++i]);
         if (a == "--spec") {

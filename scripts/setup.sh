@@ -25,6 +25,7 @@ debian_packages=(
   libprotobuf-dev protobuf-compiler
   libsimdjson-dev
   libgloo-dev   # headers only, for c10d's ProcessGroupGloo.hpp; never linked (engine/dist)
+  libonnx-dev   # the ONNX messages, checker and shape inference of the export (engine/export)
   xvfb xauth
   clang libclang-rt-14-dev
   python3 python3-venv

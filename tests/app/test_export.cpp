@@ -1,0 +1,238 @@
+// The export task and the OpenVINO backend through the real executables, against the
+// reference runtimes (tests/engine/export_parity.py): ONNX Runtime runs model.onnx,
+// torchvision loads model.pth, on real photos of ../shared/data and a random-noise image, and
+// each gives the engine's own detections; OpenVINO (the export's parity check and the
+// inference backend) too. Two architectures: torchvision's R50-FPN (shorter-side resize,
+// torchvision anchors, frozen batch norm) and the shapes spec's ResNet-18 (fixed canvas, the
+// spec's anchors, trainable batch norm).
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QtTest/QtTest>
+
+#include "tests/common/process_run.h"
+#include "tests/common/reference_script.h"
+
+namespace {
+
+using mrcnn::testing::binDir;
+using mrcnn::testing::Run;
+using mrcnn::testing::runProcess;
+using mrcnn::testing::runReferenceScript;
+using mrcnn::testing::sourceDir;
+
+constexpr int kTimeoutMs = 300000;
+
+Run engine(const QStringList& args) {
+  return runProcess(binDir() + "/mrcnn-engine", args, QProcessEnvironment::systemEnvironment(),
+                    kTimeoutMs);
+}
+
+QJsonObject readJson(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return {};
+  return QJsonDocument::fromJson(f.readAll()).object();
+}
+
+QString explain(const Run& r) {
+  return "exit " + QString::number(r.code) + "\n" + r.out + r.err;
+}
+
+}  // namespace
+
+class ExportTest : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir_;
+  QString fixtureError_;
+  QString tvSpec_, shapesSpec_;
+
+  QString path(const QString& name) const { return dir_.filePath(name); }
+
+  // The engine's LibTorch fp32 detections of the fixture's images (results.json).
+  QString engineResults(const QString& spec, const QStringList& weights, const QString& images,
+                        const QString& out) {
+    const Run r =
+        engine(QStringList{"--spec", spec, "--task", "inference", "--images", images, "--out", out,
+                           "--set", "device=cpu", "--set", "use_amp=False"} +
+               weights);
+    if (r.code != 0) return {};
+    return out + "/results.json";
+  }
+
+ private slots:
+  void initTestCase() {
+    QVERIFY(dir_.isValid());
+    tvSpec_ = sourceDir() + "/specs/coco_torchvision_r50.txt";
+    shapesSpec_ = sourceDir() + "/specs/shapes_resnet18.txt";
+    QString log;
+    fixtureError_ = runReferenceScript("tests/engine/export_parity.py", {"make", dir_.path()}, &log,
+                                       kTimeoutMs);
+    qInfo("%s", qPrintable(log));
+  }
+
+  // torchvision's architecture: model.onnx in ONNX Runtime, model.pth in torchvision and the
+  // OpenVINO backend all give the engine's detections; the report says the parity passed.
+  void torchvisionArchitectureGivesTheEnginesDetectionsEverywhere() {
+    QVERIFY2(fixtureError_.isEmpty(), qPrintable(fixtureError_));
+    const QString out = path("tv_export");
+    const Run r = engine({"--spec", tvSpec_, "--task", "export", "--checkpoint", path("model.pt"),
+                          "--output-dir", out, "--images", path("images"), "--gen-ds-config",
+                          "--set", "device=cpu"});
+    QVERIFY2(r.code == 0, qPrintable(explain(r)));
+    for (const char* file :
+         {"model.onnx", "model.pth", "labels.txt", "nvinfer_config.txt", "export_report.json"}) {
+      QVERIFY2(QFile::exists(out + "/" + file), file);
+    }
+    QVERIFY2(!QDir(path(".tv_export.partial")).exists(), "the staging folder is left behind");
+    const QJsonObject report = readJson(out + "/export_report.json");
+    const QJsonObject parity = report["parity"].toObject();
+    QVERIFY2(parity["passed"].toBool(), qPrintable(QJsonDocument(parity).toJson()));
+    QCOMPARE(parity["images"].toArray().size(), 3);
+    QVERIFY(parity["reference"].toInt() >= 100);
+    QCOMPARE(report["onnx"].toObject()["checker"].toString(), QString("passed"));
+    const QJsonObject tv = report["torchvision"].toObject();
+    QVERIFY(tv["same_detections"].toBool());
+    // DeepStream's config names the model, the labels and the four outputs.
+    QFile ds(out + "/nvinfer_config.txt");
+    QVERIFY(ds.open(QIODevice::ReadOnly));
+    const QString config = QString::fromUtf8(ds.readAll());
+    QVERIFY(config.contains("onnx-file=model.onnx") &&
+            config.contains("labelfile-path=labels.txt") &&
+            config.contains("output-blob-names=boxes;labels;scores;masks"));
+
+    const QString results =
+        engineResults(tvSpec_, {"--checkpoint", path("model.pt")}, path("images"), path("tv_lt"));
+    QVERIFY2(!results.isEmpty(), "the engine's own inference failed");
+    QString log;
+    QString error = runReferenceScript(
+        "tests/engine/export_parity.py",
+        {"onnxruntime", out + "/model.onnx", path("images"), results}, &log, kTimeoutMs);
+    qInfo("onnxruntime: %s", qPrintable(log));
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    const QString kwargs = QJsonDocument(tv["kwargs"].toObject()).toJson(QJsonDocument::Compact);
+    error = runReferenceScript("tests/engine/export_parity.py",
+                               {"torchvision", out + "/model.pth", kwargs, path("images"), results},
+                               &log, kTimeoutMs);
+    qInfo("torchvision: %s", qPrintable(log));
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+
+    // The OpenVINO backend on the exported model gives the same results file, in f32.
+    const Run ov = engine({"--spec", tvSpec_, "--task", "inference", "--backend", "openvino",
+                           "--onnx", out + "/model.onnx", "--images", path("images"), "--out",
+                           path("tv_ov"), "--set", "device=cpu", "--set", "use_amp=False"});
+    QVERIFY2(ov.code == 0, qPrintable(explain(ov)));
+    QVERIFY2(ov.out.contains("OpenVINO") && ov.out.contains(" f32 on CPU"), qPrintable(ov.out));
+    error = runReferenceScript("tests/engine/export_parity.py",
+                               {"results", path("tv_ov/results.json"), results}, &log, kTimeoutMs);
+    qInfo("openvino backend: %s", qPrintable(log));
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+  }
+
+  // The shapes spec (fixed canvas, its own anchors, ResNet-18 with trainable batch norm):
+  // exported, checked against LibTorch by OpenVINO on its validation images with mAP, in
+  // ONNX Runtime too; no model.pth, with the reason; the OpenVINO backend exported on the fly.
+  void shapesSpecExportsWithItsCanvasAndAnchors() {
+    const QString run = path("shapes_run");
+    const Run trained = engine({"--spec", shapesSpec_, "--run-dir", run, "--set", "total_steps=2",
+                                "--set", "save_checkpoints_steps=2", "--set",
+                                "num_steps_per_eval=2", "--set", "data_config.eval_samples=8"});
+    QVERIFY2(trained.code == 0, qPrintable(explain(trained)));
+    const Run r = engine({"--spec", shapesSpec_, "--run-dir", run, "--task", "export", "--set",
+                          "data_config.eval_samples=8"});
+    QVERIFY2(r.code == 0, qPrintable(explain(r)));
+    const QString out = run + "/export/model.step-2";
+    QVERIFY(QFile::exists(out + "/model.onnx"));
+    QVERIFY(!QFile::exists(out + "/model.pth"));
+    const QJsonObject report = readJson(out + "/export_report.json");
+    QVERIFY(report["torchvision"].toObject()["note"].toString().startsWith("no model.pth: "));
+    const QJsonObject parity = report["parity"].toObject();
+    QVERIFY2(parity["passed"].toBool(), qPrintable(QJsonDocument(parity).toJson()));
+    QCOMPARE(parity["images"].toArray().size(), 8);
+    // fp32 of both backends, then bf16 of both (the spec's use_amp): the same fp32 mAP.
+    const QJsonArray runs = parity["runs"].toArray();
+    QCOMPARE(runs.size(), 4);
+    const auto ap = [&](int i, const char* kind) {
+      return runs[i].toObject()[kind].toObject()["AP"].toDouble(-1);
+    };
+    QVERIFY(ap(0, "bbox") >= 0 && ap(0, "segm") >= 0);
+    QVERIFY(std::abs(ap(0, "bbox") - ap(1, "bbox")) < 1e-4);
+    QVERIFY(std::abs(ap(0, "segm") - ap(1, "segm")) < 1e-4);
+    QCOMPARE(runs[3].toObject()["backend"].toString(), QString("openvino"));
+
+    // Exported on the fly for the OpenVINO backend, in the run directory.
+    const Run ov = engine({"--spec", shapesSpec_, "--run-dir", run, "--task", "inference",
+                           "--backend", "openvino", "--out", path("shapes_ov")});
+    QVERIFY2(ov.code == 0, qPrintable(explain(ov)));
+    QVERIFY(QFile::exists(run + "/openvino/model.step-2.onnx"));
+
+    // ONNX Runtime on the first validation images against the engine in fp32.
+    QDir().mkpath(path("shapes_images"));
+    const QString val = sourceDir() + "/datasets/shapes/images/val";
+    const QStringList names = QDir(val).entryList({"*.jpg", "*.png"}, QDir::Files, QDir::Name);
+    QVERIFY(names.size() >= 4);
+    for (int i = 0; i < 4; ++i)
+      QVERIFY(QFile::copy(val + "/" + names[i], path("shapes_images/") + names[i]));
+    const QString results =
+        engineResults(shapesSpec_, {"--run-dir", run}, path("shapes_images"), path("shapes_lt"));
+    QVERIFY2(!results.isEmpty(), "the engine's own inference failed");
+    QString log;
+    const QString error = runReferenceScript(
+        "tests/engine/export_parity.py",
+        {"onnxruntime", out + "/model.onnx", path("shapes_images"), results}, &log, kTimeoutMs);
+    qInfo("onnxruntime: %s", qPrintable(log));
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+  }
+
+  // An export goes into a new folder: an existing one is refused and left as it was; the
+  // default folder gets a new name.
+  void anExportNeverReplacesAnother() {
+    QVERIFY2(fixtureError_.isEmpty(), qPrintable(fixtureError_));
+    const QString out = path("taken");
+    QDir().mkpath(out);
+    QFile keep(out + "/keep.txt");
+    QVERIFY(keep.open(QIODevice::WriteOnly));
+    keep.write("mine");
+    keep.close();
+    const Run r = engine({"--spec", tvSpec_, "--task", "export", "--checkpoint", path("model.pt"),
+                          "--output-dir", out, "--set", "device=cpu"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.out.contains(out + " already exists"), qPrintable(r.out));
+    QVERIFY(QFile::exists(out + "/keep.txt") && !QFile::exists(out + "/model.onnx"));
+
+    const QString run = path("shapes_run");
+    QVERIFY(QDir(run + "/export/model.step-2").exists());
+    const Run again = engine({"--spec", shapesSpec_, "--run-dir", run, "--task", "export",
+                              "--images", path("images/noise.png")});
+    QVERIFY2(again.code == 0, qPrintable(explain(again)));
+    QVERIFY(QFile::exists(run + "/export/model.step-2-2/model.onnx"));
+  }
+
+  void badOptionsAreRefused() {
+    const Run opset = engine({"--spec", tvSpec_, "--task", "export", "--opset", "12"});
+    QCOMPARE(opset.code, 2);
+    QVERIFY2(opset.err.contains("--opset 12"), qPrintable(opset.err));
+    const Run backend = engine({"--spec", tvSpec_, "--task", "inference", "--backend", "tensorrt"});
+    QCOMPARE(backend.code, 2);
+    QVERIFY(backend.err.contains("--backend tensorrt"));
+    const Run lone = engine({"--spec", tvSpec_, "--task", "inference", "--onnx", "m.onnx"});
+    QCOMPARE(lone.code, 2);
+    QVERIFY(lone.err.contains("--backend openvino"));
+    // An ONNX file that is not one: the message names it, exit 4.
+    const QString bad = path("not_a_model.onnx");
+    QFile f(bad);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("this is not a model");
+    f.close();
+    const Run model =
+        engine({"--spec", tvSpec_, "--task", "inference", "--backend", "openvino", "--onnx", bad,
+                "--images", path("images"), "--out", path("bad_ov"), "--set", "device=cpu"});
+    QCOMPARE(model.code, 4);
+    QVERIFY2(model.out.contains(bad + ": OpenVINO cannot run it"), qPrintable(model.out));
+  }
+};
+
+QTEST_GUILESS_MAIN(ExportTest)
+#include "test_export.moc"
