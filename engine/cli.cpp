@@ -20,6 +20,7 @@ constexpr const char* kUsage =
     "                    [--backend libtorch|openvino] [--onnx MODEL.onnx]\n"
     "                    (default images: the spec's validation images)\n"
     "       mrcnn-engine --spec SPEC --task evaluate [--run-dir DIR] [--checkpoint FILE]\n"
+    "                    [--backend libtorch|openvino] [--onnx MODEL.onnx]\n"
     "       mrcnn-engine --task evaluate --annotations GT.json --results DT.json\n"
     "                    [--iou-type bbox|segm|both] [--metrics-out METRICS.json]\n"
     "       mrcnn-engine --task dataset_convert --image-dir DIR --annotations FILE.json\n"
@@ -183,7 +184,17 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
   }
   if (task == "validate") return runValidate(options, out, err);
   if (task == "train") return runTrain(options, out, err);
-  if (task == "evaluate") return runEvaluate(options, out, err);
+  // The backend of inference and evaluate (the model, or OpenVINO on an exported ONNX).
+  const std::string backend = values.count("--backend") ? get("--backend") : "libtorch";
+  if (backend != "libtorch" && backend != "openvino") {
+    err << "mrcnn-engine: --backend " << backend << ": use libtorch or openvino\n";
+    return kExitUsage;
+  }
+  if (values.count("--onnx") && backend != "openvino") {
+    err << "mrcnn-engine: --onnx runs through OpenVINO: add --backend openvino\n";
+    return kExitUsage;
+  }
+  if (task == "evaluate") return runEvaluate(options, {backend, get("--onnx")}, out, err);
   if (task == "dataset_convert") return runDatasetConvertFromSpec(options, out, err);
   if (task == "benchmark") {
     BenchmarkOptions bench;
@@ -208,16 +219,8 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
     inference.images = get("--images");
     inference.out = get("--out");
     inference.events = true;
-    if (values.count("--backend")) inference.backend = get("--backend");
-    if (inference.backend != "libtorch" && inference.backend != "openvino") {
-      err << "mrcnn-engine: --backend " << inference.backend << ": use libtorch or openvino\n";
-      return kExitUsage;
-    }
+    inference.backend = backend;
     inference.onnx = get("--onnx");
-    if (!inference.onnx.empty() && inference.backend != "openvino") {
-      err << "mrcnn-engine: --onnx runs through OpenVINO: add --backend openvino\n";
-      return kExitUsage;
-    }
     if (values.count("--overlay-threshold")) {
       try {
         size_t used = 0;

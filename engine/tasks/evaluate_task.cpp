@@ -17,7 +17,9 @@
 #include "engine/setup/data_setup.h"
 #include "engine/setup/device.h"
 #include "engine/setup/model_config.h"
+#include "engine/setup/precision.h"
 #include "engine/setup/weights.h"
+#include "engine/tasks/backend_setup.h"
 #include "engine/tasks/task_common.h"
 #include "engine/tasks/tasks.h"
 #include "engine/train/checkpoint.h"
@@ -43,8 +45,62 @@ std::string apSummary(const char* name, const eval::EvalResult& r) {
 }
 
 // From the writer's existence on: every outcome is an event.
-int evaluateCheckpoint(const TaskOptions& options, const spec::LoadedSpec& loaded,
-                       const fs::path& run_dir, TaskReport& report) {
+// The exported model through OpenVINO on the validation images' files (the first
+// eval_samples of the json), scored as the Validator scores the model.
+int evaluateWithBackend(const TaskOptions& options, const EvaluateOptions& evaluate,
+                        const spec::LoadedSpec& loaded, const fs::path& run_dir,
+                        const DataFiles& data, const dataset::CocoDataset& gt, model::MaskRCNN net,
+                        const fs::path& weights, const std::string& device, TaskReport& report,
+                        ValidationResult& v) {
+  const spec::Experiment& s = loaded.spec;
+  std::error_code ec;
+  if (!fs::is_directory(data.val_image_dir, ec)) {
+    return report.fail("bad_spec",
+                       options.spec_path.string() +
+                           ": data_config.val_image_dir: the OpenVINO backend reads image files; "
+                           "this validation set has none",
+                       kExitBadSpec);
+  }
+  const std::vector<Category> categories = categoryTable(
+      data.val_json, net->numClasses(), s.data_config().category_labels() == "category_id");
+  std::unique_ptr<InferenceBackend> backend;
+  if (const int code =
+          makeBackend(BackendRequest{evaluate.backend, evaluate.onnx}, loaded, options.spec_path,
+                      device, run_dir, std::move(net), categories, weights, report, backend);
+      code != kExitOk) {
+    return code;
+  }
+  report.log("backend: " + backend->description());
+  std::vector<fs::path> files;
+  std::map<std::string, int64_t> ids;
+  const uint32_t limit = s.data_config().eval_samples();
+  for (const auto& image : gt.images()) {
+    if (limit > 0 && files.size() >= limit) break;
+    files.push_back(data.val_image_dir / std::string(image.file_name));
+    ids[std::string(image.file_name)] = image.id;
+  }
+  const auto started = std::chrono::steady_clock::now();
+  const BackendRun ran = backend->run(files);
+  for (const SkippedImage& bad : ran.skipped) {
+    report.warn("unreadable_image", bad.path.string() + ": " + bad.problem + "; skipped");
+  }
+  std::vector<int64_t> category_ids;
+  for (const Category& c : categories)
+    category_ids.push_back(c.id);
+  v.report = evaluateBackendRun(ran, data.val_image_dir, ids, category_ids, gt,
+                                s.maskrcnn_config().include_mask());
+  v.images = ran.images.size();
+  v.seconds = secondsSince(started);
+  if (!v.report.bbox) {
+    return report.fail("no_readable_image", "none of the validation images could be read",
+                       kExitBadData);
+  }
+  return kExitOk;
+}
+
+int evaluateCheckpoint(const TaskOptions& options, const EvaluateOptions& evaluate,
+                       const spec::LoadedSpec& loaded, const fs::path& run_dir,
+                       TaskReport& report) {
   const spec::Experiment& s = loaded.spec;
   const RuntimeInfo runtime = runtimeInfo();
   const DeviceChoice device_choice = chooseDevice(s.device(), runtime);
@@ -95,24 +151,48 @@ int evaluateCheckpoint(const TaskOptions& options, const spec::LoadedSpec& loade
     return report.fail("bad_checkpoint", e.what(), kExitBadData);
   }
   const c10::Device device(device_choice.name);
-  net->to(device);
+  std::string precision_error;
+  const std::optional<Precision> precision = precisionFromSpec(s, device, &precision_error);
+  if (!precision) {
+    return report.fail("bad_spec", options.spec_path.string() + ": " + precision_error,
+                       kExitBadSpec);
+  }
   // A checkpoint of ours is named by its step; other weights (torchvision's) have none.
   const uint64_t step = train::checkpointStepOf(weights.filename().string()).value_or(0);
 
   ValidationResult v;
-  try {
-    const Validator validator(val_gt, val_source, loaderOptionsFromSpec(loaded, /*training=*/false),
-                              s.maskrcnn_config().include_mask(),
-                              s.data_config().category_labels() == "category_id");
-    v = validator.run(*net, device);
-  } catch (const std::exception& e) {
-    return report.fail("evaluation_failed", e.what(), kExitFailed);
+  if (evaluate.backend == "openvino") {
+    try {
+      if (const int code =
+              evaluateWithBackend(options, evaluate, loaded, run_dir, *data, *val_gt,
+                                  std::move(net), weights, device_choice.name, report, v);
+          code != kExitOk) {
+        return code;
+      }
+    } catch (const std::exception& e) {
+      return report.fail("evaluation_failed", e.what(), kExitFailed);
+    }
+  } else {
+    report.log("precision: " + precision->name + " (LibTorch on " + device_choice.name + ")");
+    net->to(device);
+    try {
+      Validator validator(val_gt, val_source, loaderOptionsFromSpec(loaded, /*training=*/false),
+                          s.maskrcnn_config().include_mask(),
+                          s.data_config().category_labels() == "category_id");
+      validator.setPrecision(*precision);
+      v = validator.run(*net, device);
+    } catch (const std::exception& e) {
+      return report.fail("evaluation_failed", e.what(), kExitFailed);
+    }
   }
   for (const auto& w : v.warnings) {
     report.write(train::warningEvent(std::string(dataset::loaderWarningName(w.code)), w.message,
                                      w.image_id, w.annotation_id.value_or(0)));
   }
-  const fs::path metrics_path = run_dir / "eval" / (weights.stem().string() + ".json");
+  // OpenVINO's numbers beside LibTorch's, not over them.
+  const fs::path metrics_path =
+      run_dir / "eval" /
+      (weights.stem().string() + (evaluate.backend == "openvino" ? ".openvino" : "") + ".json");
   try {
     io::writeFileAtomic(metrics_path, eval::metricsJson(v.report));
   } catch (const std::exception& e) {
@@ -135,7 +215,8 @@ int evaluateCheckpoint(const TaskOptions& options, const spec::LoadedSpec& loade
 
 }  // namespace
 
-int runEvaluate(const TaskOptions& options, std::ostream& out, std::ostream& err) {
+int runEvaluate(const TaskOptions& options, const EvaluateOptions& evaluate, std::ostream& out,
+                std::ostream& err) {
   const std::optional<spec::LoadedSpec> maybe = loadSpecReporting(options, err);
   if (!maybe) return kExitBadSpec;
   const fs::path run_dir = runDirectory(options, *maybe);
@@ -152,7 +233,7 @@ int runEvaluate(const TaskOptions& options, std::ostream& out, std::ostream& err
     writer_options.events_file = run_dir / "events.jsonl";
     train::EventWriter events(writer_options);
     TaskReport report(&events, out, err);
-    return evaluateCheckpoint(options, *maybe, run_dir, report);
+    return evaluateCheckpoint(options, evaluate, *maybe, run_dir, report);
   } catch (const std::exception& e) {
     err << "error: " << e.what() << '\n';
     return kExitFailed;

@@ -3,9 +3,9 @@
 #include <chrono>
 #include <sstream>
 
-#include "engine/inference/coco_results.h"
 #include "engine/inference/libtorch_backend.h"
 #include "engine/inference/openvino_backend.h"
+#include "engine/tasks/backend_setup.h"
 
 namespace mrcnn::engine {
 namespace {
@@ -27,28 +27,9 @@ Measured measure(InferenceBackend& backend, const std::string& name, const Parit
   m.measure.description = backend.description();
   m.measure.precision = backend.precision();
   if (in.ground_truth) {
-    std::vector<int64_t> ids;
-    std::vector<eval::Detection> detections;
-    for (const BackendImage& image : m.run.images) {
-      const std::string relative = image.input.path.lexically_relative(in.root).generic_string();
-      const auto found = in.image_ids.find(relative);
-      if (found == in.image_ids.end()) continue;
-      ids.push_back(found->second);
-      for (CocoInstance& ci : cocoInstances(image.detections, in.category_ids)) {
-        eval::Detection d;
-        d.image_id = found->second;
-        d.category_id = ci.category_id;
-        d.bbox = {ci.bbox[0], ci.bbox[1], ci.bbox[2], ci.bbox[3]};
-        d.area = ci.bbox[2] * ci.bbox[3];
-        d.score = ci.score;
-        if (ci.mask) d.mask = std::move(*ci.mask);
-        detections.push_back(std::move(d));
-      }
-    }
-    if (!ids.empty()) {
-      const eval::CocoEvaluator evaluator(*in.ground_truth, in.with_masks, ids);
-      m.measure.report = evaluator.evaluate(std::move(detections));
-    }
+    eval::EvaluationReport r = evaluateBackendRun(m.run, in.root, in.image_ids, in.category_ids,
+                                                  *in.ground_truth, in.with_masks);
+    if (r.bbox) m.measure.report = std::move(r);
   }
   return m;
 }

@@ -35,6 +35,7 @@
 #include "engine/setup/model_config.h"
 #include "engine/setup/precision.h"
 #include "engine/setup/weights.h"
+#include "engine/tasks/backend_setup.h"
 #include "engine/tasks/task_common.h"
 #include "engine/tasks/tasks.h"
 #include "engine/train/event_writer.h"
@@ -125,53 +126,6 @@ class ResultWriter {
   int64_t detections_ = 0;
 };
 
-// The backend the options ask for, on `device`; reports a failure and returns its exit code.
-int makeBackend(const InferenceOptions& inference, const spec::LoadedSpec& loaded,
-                const fs::path& spec_path, const std::string& device, const fs::path& run_dir,
-                model::MaskRCNN net, const std::vector<Category>& categories,
-                const fs::path& weights, TaskReport& report,
-                std::unique_ptr<InferenceBackend>& backend) {
-  const spec::Experiment& s = loaded.spec;
-  const c10::Device torch_device(device);
-  std::string error;
-  const std::optional<Precision> precision = precisionFromSpec(s, torch_device, &error);
-  if (!precision) return report.fail("bad_spec", spec_path.string() + ": " + error, kExitBadSpec);
-  if (inference.backend == "libtorch") {
-    backend = makeLibTorchBackend(std::move(net), inputOptionsFromSpec(s, loaded.resolved),
-                                  torch_device, *precision);
-    return kExitOk;
-  }
-  if (!torch_device.is_cpu()) {
-    report.log("the OpenVINO backend runs on the CPU (the spec's device " + device +
-               " is for LibTorch)");
-  }
-  OpenVinoOptions ov;
-  ov.onnx = inference.onnx;
-  ov.bf16 = precision->autocast && precision->dtype == at::kBFloat16;
-  for (const Category& c : categories)
-    ov.category_ids.push_back(c.id);
-  if (ov.onnx.empty()) {
-    // The weights exported on the fly, replacing the previous one of the same weights.
-    ov.onnx = run_dir / "openvino" / (weights.stem().string() + ".onnx");
-    try {
-      const exporter::OnnxModel onnx =
-          exporter::exportOnnx(*net, onnxExportOptions(s, loaded.resolved, categories));
-      std::error_code ec;
-      fs::create_directories(ov.onnx.parent_path(), ec);
-      io::writeFileAtomic(ov.onnx, onnx.bytes);
-      report.log("exported " + weights.filename().string() + " to " + ov.onnx.string());
-    } catch (const std::exception& e) {
-      return report.fail(e, "export_failed", "exporting for OpenVINO: ", kExitFailed);
-    }
-  }
-  try {
-    backend = makeOpenVinoBackend(ov);
-  } catch (const std::exception& e) {
-    return report.fail("bad_model", e.what(), kExitBadData);
-  }
-  return kExitOk;
-}
-
 // The task once its reporting is set up: every outcome is reported through `report`.
 int infer(const TaskOptions& options, const InferenceOptions& inference,
           const spec::LoadedSpec& loaded, const fs::path& run_dir, bool has_run_dir,
@@ -253,8 +207,9 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
   };
 
   std::unique_ptr<InferenceBackend> backend;
-  if (const int code = makeBackend(inference, loaded, options.spec_path, device.name, run_dir,
-                                   std::move(net), categories, weights, report, backend);
+  if (const int code =
+          makeBackend(BackendRequest{inference.backend, inference.onnx}, loaded, options.spec_path,
+                      device.name, run_dir, std::move(net), categories, weights, report, backend);
       code != kExitOk) {
     return code;
   }

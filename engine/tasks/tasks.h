@@ -55,7 +55,14 @@ int runInference(const TaskOptions& options, const InferenceOptions& inference, 
 // validation set (its first eval_samples images): events on stdout and in <run dir>/
 // events.jsonl (start, log, warning, eval with bbox and segm, done), the metrics in
 // <run dir>/eval/<checkpoint stem>.json.
-int runEvaluate(const TaskOptions& options, std::ostream& out, std::ostream& err);
+// In the spec's precision; with backend "openvino" the exported model (`onnx`, or the weights
+// exported on the fly) runs through OpenVINO on the validation images' files.
+struct EvaluateOptions {
+  std::string backend = "libtorch";
+  std::filesystem::path onnx;
+};
+int runEvaluate(const TaskOptions& options, const EvaluateOptions& evaluate, std::ostream& out,
+                std::ostream& err);
 
 struct EvaluateFilesOptions {
   std::filesystem::path annotations;  // COCO instances json (ground truth)

@@ -20,6 +20,7 @@
 #include "engine/setup/data_setup.h"
 #include "engine/setup/device.h"
 #include "engine/setup/model_config.h"
+#include "engine/setup/precision.h"
 #include "engine/setup/weights.h"
 #include "engine/tasks/task_common.h"
 #include "engine/tasks/tasks.h"
@@ -232,6 +233,10 @@ int TrainTask::run() {
     validator = std::make_unique<Validator>(val_gt, val_source,
                                             loaderOptionsFromSpec(loaded, /*training=*/false),
                                             s.maskrcnn_config().include_mask());
+    // Evaluated in the precision it trains in (fp16 on the CPU was refused above).
+    std::string unused;
+    if (const auto precision = precisionFromSpec(s, device, &unused))
+      validator->setPrecision(*precision);
   }
   std::unique_ptr<dist::DataParallel> parallel;
   if (group) {

@@ -14,6 +14,7 @@
 #include "engine/inference/coco_results.h"
 #include "engine/model/postprocess.h"
 #include "engine/setup/data_setup.h"
+#include "engine/train/autocast_scope.h"
 
 namespace mrcnn::engine {
 namespace {
@@ -180,7 +181,11 @@ ValidationResult Validator::run(model::MaskRCNNImpl& model, const c10::Device& d
   while (auto batch = loader.next()) {
     for (auto& w : batch->warnings)
       result.warnings.push_back(w);
-    const std::vector<model::Detections> dets = detectBySize(model, *batch, device, options);
+    std::vector<model::Detections> dets;
+    {
+      train::AutocastScope autocast(precision_.autocast, device.type(), precision_.dtype);
+      dets = detectBySize(model, *batch, device, options);
+    }
     for (size_t i = 0; i < dets.size(); ++i) {
       const dataset::ImageMeta& meta = batch->meta[i];
       model::Detections cpu{dets[i].boxes.cpu(), dets[i].scores.cpu(), dets[i].labels.cpu(),

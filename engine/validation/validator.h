@@ -14,6 +14,7 @@
 #include "dataset/loader/loader.h"
 #include "engine/eval/evaluator.h"
 #include "engine/model/mask_rcnn.h"
+#include "engine/setup/precision.h"
 
 namespace mrcnn::dist {
 class ProcessGroup;
@@ -43,6 +44,9 @@ class Validator {
   ValidationResult run(model::MaskRCNNImpl& model, const c10::Device& device,
                        dist::ProcessGroup* group = nullptr) const;
 
+  // The precision the model runs in (the spec's use_amp / amp_dtype); fp32 by default.
+  void setPrecision(Precision precision) { precision_ = std::move(precision); }
+
   const dataset::CocoDataset& groundTruth() const { return *ground_truth_; }
   // Category ids by label (index 0 unused): the source's contiguous numbering, or the labels
   // themselves when they are category ids (torchvision's COCO models).
@@ -55,6 +59,7 @@ class Validator {
   bool with_masks_;
   std::vector<int64_t> category_ids_;
   std::unique_ptr<eval::CocoEvaluator> evaluator_;
+  Precision precision_;
 };
 
 }  // namespace mrcnn::engine

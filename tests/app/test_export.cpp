@@ -168,6 +168,26 @@ class ExportTest : public QObject {
     QVERIFY2(ov.code == 0, qPrintable(explain(ov)));
     QVERIFY(QFile::exists(run + "/openvino/model.step-2.onnx"));
 
+    // evaluate through OpenVINO in f32 scores what LibTorch scores in fp32, into a file of its
+    // own.
+    const auto evaluated = [&](const QString& backend) {
+      const Run e =
+          engine({"--spec", shapesSpec_, "--run-dir", run, "--task", "evaluate", "--backend",
+                  backend, "--set", "use_amp=False", "--set", "data_config.eval_samples=8"});
+      if (e.code != 0) qWarning("%s", qPrintable(explain(e)));
+      for (const QString& line : e.out.split('\n')) {
+        const QJsonObject event = QJsonDocument::fromJson(line.toUtf8()).object();
+        if (event["type"].toString() == "eval")
+          return event["bbox"].toObject()["stats"].toArray()[0].toDouble(-1);
+      }
+      return -1.0;
+    };
+    const double lt_ap = evaluated("libtorch"), ov_ap = evaluated("openvino");
+    QVERIFY2(lt_ap >= 0 && std::abs(lt_ap - ov_ap) < 1e-4,
+             qPrintable(QString("bbox AP %1 (LibTorch) and %2 (OpenVINO)").arg(lt_ap).arg(ov_ap)));
+    QVERIFY(QFile::exists(run + "/eval/model.step-2.json") &&
+            QFile::exists(run + "/eval/model.step-2.openvino.json"));
+
     // ONNX Runtime on the first validation images against the engine in fp32.
     QDir().mkpath(path("shapes_images"));
     const QString val = sourceDir() + "/datasets/shapes/images/val";
