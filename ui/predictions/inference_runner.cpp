@@ -76,6 +76,7 @@ QStringList InferenceRunner::arguments(const InferenceRequest& r) {
       QStringLiteral("--spec"),   r.spec,   QStringLiteral("--task"), QStringLiteral("inference"),
       QStringLiteral("--images"), r.images, QStringLiteral("--out"),  r.out};
   if (!r.checkpoint.isEmpty()) args << QStringLiteral("--checkpoint") << r.checkpoint;
+  if (r.backend != QStringLiteral("libtorch")) args << QStringLiteral("--backend") << r.backend;
   return args;
 }
 

@@ -1,4 +1,5 @@
-// Runs `mrcnn-engine --spec SPEC --task inference --images PATH --out OUT [--checkpoint C]` as a
+// Runs `mrcnn-engine --spec SPEC --task inference --images PATH --out OUT [--checkpoint C]
+// [--backend openvino]` as a
 // child process (never inference in the GUI process) and reports how it ended. Its stdout may
 // be JSON-lines events or plain text; OUT/results.json is what the caller reads either way. The
 // engine is $MRCNN_ENGINE or the mrcnn-engine next to the running program, as the headless launcher
@@ -17,6 +18,9 @@ struct InferenceRequest {
   QString checkpoint;  // empty: the engine picks (the run's best or last)
   QString images;      // an image file or a folder
   QString out;         // the output folder (created by the engine)
+  // "libtorch" (the model, in the spec's precision) or "openvino" (the checkpoint exported to
+  // ONNX on the fly and run by OpenVINO's runtime on the CPU).
+  QString backend = QStringLiteral("libtorch");
 };
 
 class InferenceRunner : public QObject {

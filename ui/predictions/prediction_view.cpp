@@ -70,6 +70,12 @@ PredictionView::PredictionView(QWidget* parent) : QWidget(parent) {
   spec_->setPlaceholderText(tr("Experiment spec (.txt)"));
   checkpoint_ = new QLineEdit(this);
   checkpoint_->setPlaceholderText(tr("Checkpoint (.pt); empty: the run's best"));
+  backend_ = new QComboBox(this);
+  backend_->addItem(tr("LibTorch (the model, in the spec's precision)"), QStringLiteral("libtorch"));
+  backend_->addItem(tr("OpenVINO (exported to ONNX, on the CPU)"), QStringLiteral("openvino"));
+  backend_->setToolTip(
+      tr("What runs the model: the engine's LibTorch model, or the checkpoint exported to ONNX "
+         "and run by OpenVINO's runtime (bf16 where the spec asks for it and the CPU has it)"));
   run_image_ = new QPushButton(tr("Run on &image"), this);
   run_image_->setToolTip(tr("Run inference on the image shown (or pick one)"));
   run_folder_ = new QPushButton(tr("Run on &folder…"), this);
@@ -94,6 +100,7 @@ PredictionView::PredictionView(QWidget* parent) : QWidget(parent) {
                                    tr("Specs (*.txt *.prototxt);;All files (*)")));
   form->addRow(tr("Checkpoint"), fileRow(this, checkpoint_, tr("Checkpoint"),
                                          tr("Checkpoints (*.pt *.pth);;All files (*)")));
+  form->addRow(tr("Backend"), backend_);
   auto* buttons = new QHBoxLayout;
   buttons->addWidget(run_image_);
   buttons->addWidget(run_folder_);
@@ -216,6 +223,13 @@ void PredictionView::setSpec(const QString& path) {
 void PredictionView::setCheckpoint(const QString& path) {
   checkpoint_->setText(path);
 }
+QString PredictionView::backend() const {
+  return backend_->currentData().toString();
+}
+void PredictionView::setBackend(const QString& backend) {
+  const int i = backend_->findData(backend);
+  if (i >= 0) backend_->setCurrentIndex(i);
+}
 QString PredictionView::statusText() const {
   return status_->text();
 }
@@ -295,6 +309,7 @@ void PredictionView::runInference(const QString& images) {
   InferenceRequest request;
   request.spec = spec();
   request.checkpoint = checkpoint();
+  request.backend = backend();
   request.images = images;
   const QString root =
       !output_root_.isEmpty()

@@ -41,6 +41,9 @@ class PredictionView : public QWidget {
 
   QString spec() const;
   QString checkpoint() const;
+  // The inference backend: "libtorch" or "openvino".
+  QString backend() const;
+  void setBackend(const QString& backend);
   // The image the "current image" run uses: the one shown, else the last chosen file.
   QString currentImagePath() const;
 
@@ -92,6 +95,7 @@ class PredictionView : public QWidget {
   InferenceRunner* runner_;
   QLineEdit* spec_;
   QLineEdit* checkpoint_;
+  QComboBox* backend_;
   QPushButton* run_image_;
   QPushButton* run_folder_;
   QPushButton* stop_;

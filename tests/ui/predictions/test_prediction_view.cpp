@@ -255,6 +255,11 @@ class PredictionViewTest : public QObject {
     QCOMPARE(InferenceRunner::arguments(r),
              QStringList({"--spec", "spec.txt", "--task", "inference", "--images", "/imgs", "--out",
                           "/out", "--checkpoint", "ck.pt"}));
+    // OpenVINO as the backend: the engine is asked for it.
+    r.backend = "openvino";
+    QCOMPARE(InferenceRunner::arguments(r),
+             QStringList({"--spec", "spec.txt", "--task", "inference", "--images", "/imgs", "--out",
+                          "/out", "--checkpoint", "ck.pt", "--backend", "openvino"}));
     // A stand-in engine keeping the contract: it checks its arguments and writes the results.
     const QString engine = dir_.filePath("fake-engine.sh");
     QFile script(engine);
@@ -264,6 +269,7 @@ class PredictionViewTest : public QObject {
                          "args' >&2; exit 2; }\n"
                          "[ \"$5\" = --images ] && [ \"$7\" = --out ] || exit 2\n"
                          "[ \"$9\" = --checkpoint ] && [ \"${10}\" = ck.pt ] || exit 2\n"
+                         "[ \"${11} ${12}\" = \"--backend openvino\" ] || exit 2\n"
                          "[ -e \"$2\" ] || { echo \"error: $2: no such spec\" >&2; exit 4; }\n"
                          "mkdir -p \"$8\" && cp '%1' '%2' \"$8\"/ && echo done\n")
                      .arg(made.results, dir_.filePath("engine_src/categories.json"))
@@ -273,6 +279,8 @@ class PredictionViewTest : public QObject {
     qputenv("MRCNN_ENGINE", engine.toUtf8());
     PredictionView view;
     view.setCheckpoint("ck.pt");
+    QCOMPARE(view.backend(), QString("libtorch"));
+    view.setBackend("openvino");
     QSignalSpy finished(&view, &PredictionView::inferenceFinished);
     QSignalSpy loaded(&view, &PredictionView::resultsLoaded);
     // A spec the engine cannot find: its error and exit code are shown.
