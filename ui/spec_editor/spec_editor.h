@@ -66,7 +66,7 @@ class SpecEditor : public QWidget {
   // The spec as last parsed (what the form shows).
   const spec::LoadedSpec& loaded() const { return loaded_; }
 
-  // The task Run starts: train, evaluate, inference or dataset_convert.
+  // The task Run starts: train, evaluate, inference, dataset_convert or export.
   QString task() const;
   void setTask(const QString& task);
 

@@ -479,9 +479,15 @@ class SpecEditorTest : public QObject {
     QVERIFY(readFile(path).contains("total_steps: 10\n"));
     QVERIFY(!editor.isModified());
 
+    // Every task of the engine is offered, export included.
+    editor.setTask(u"export"_qs);
+    QVERIFY(editor.requestRun());
+    QCOMPARE(runs.size(), 2);
+    QCOMPARE(runs[1][1].toString(), u"export"_qs);
+
     editor.setText(editor.text() + u"nlayers: 3\n"_qs);
     QVERIFY(!editor.requestRun());
-    QCOMPARE(runs.size(), 1);
+    QCOMPARE(runs.size(), 2);
   }
 };
 
