@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""CPU inference of the exported model beside every peer, one run, the same photos and
+weights: torchvision eager fp32 and bf16 autocast, ONNX Runtime on our model.onnx, OpenVINO
+(Python API) f32 and bf16 on our model.onnx, and the workbench's own backends (LibTorch fp32
+and bf16 autocast, OpenVINO f32 and bf16; bench_backends, C++).
+
+    .venv/bin/python scripts/bench_export.py [--build build] [--images 4] [--warmup 1]
+        [--iters 3] [--threads 2] [--out DIR]
+
+Build first: ninja -C <build> mrcnn-engine bench_backends.
+
+Weights: torchvision's maskrcnn_resnet50_fpn architecture (ResNet-50 + FPN, 91 classes) with
+the seeded random, confident weights of tests/engine/mask_rcnn_parity.py (100 detections and
+100 masks an image, as with real weights). Photos: the first --images landscape 640x480
+photos of tinycoco (sorted by name) as PNG: at torchvision's resize (shorter side 800, longer
+at most 1333) each becomes 800x1066, padded to 800x1088. The engine exports the weights with
+specs/coco_torchvision_r50.txt (its parity check on the same photos is part of the run).
+
+What is timed, per image, median over --iters rounds of every photo after --warmup rounds:
+  torchvision: model([image]) under inference_mode (its transform, the model, boxes scaled
+    and masks pasted at the image's size); image already a float tensor.
+  onnxruntime / openvino (Python): session.run / infer on the float image [3, H, W]; the
+    masks stay 28x28 (pasting is the consumer's).
+  ours: the inference backend on the file: decoding (its median is printed apart), the
+    model, masks pasted at the image's size.
+Agreement: against torchvision fp32, the share of its detections matched by one of the same
+category with box IoU >= 0.9, and the largest score difference among those.
+
+Writes OUT/results.json (default <build>/bench-data/export) and prints a markdown table.
+"""
+
+import argparse
+import glob
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+from PIL import Image
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "engine"))
+import mask_rcnn_parity  # noqa: E402
+
+
+def cpu_line():
+    model, flags = "?", set()
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name") and model == "?":
+                model = line.split(":", 1)[1].strip()
+            if line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+    marks = [f for f in ("avx512f", "avx512_bf16", "amx_bf16", "amx_tile") if f in flags]
+    return f"{model} ({os.cpu_count()} cores; {', '.join(marks) or 'no AVX-512'})"
+
+
+def prepare(out, n):
+    torch.manual_seed(0)
+    model = mask_rcnn_parity.build()
+    mask_rcnn_parity.randomise(model, torch.Generator().manual_seed(2024))
+    weights = os.path.join(out, "model.pt")
+    torch.save(model.state_dict(), weights)
+    images = os.path.join(out, "images")
+    os.makedirs(images, exist_ok=True)
+    root = os.path.join(os.environ.get("MRCNN_SHARED_DIR", os.path.join(ROOT, "..", "shared")),
+                        "data/tinycoco/images")
+    chosen = []
+    for path in sorted(glob.glob(os.path.join(root, "*", "*.jpg"))):
+        if Image.open(path).size == (640, 480):
+            chosen.append(path)
+        if len(chosen) == n:
+            break
+    for path in chosen:
+        name = os.path.splitext(os.path.basename(path))[0] + ".png"
+        Image.open(path).convert("RGB").save(os.path.join(images, name))
+    return weights, images
+
+
+def rgb01(path):
+    return np.ascontiguousarray(
+        np.asarray(Image.open(path).convert("RGB"), dtype=np.float32).transpose(2, 0, 1) / 255.0)
+
+
+def timed(fn, paths, warmup, iters):
+    inputs = {p: rgb01(p) for p in paths}
+    times, last = [], {}
+    for it in range(warmup + iters):
+        for p in paths:
+            start = time.perf_counter()
+            out = fn(inputs[p])
+            if it >= warmup:
+                times.append(time.perf_counter() - start)
+            last[os.path.basename(p)] = out
+    return 1000 * statistics.median(times), last
+
+
+def torchvision_runner(weights, bf16):
+    model = mask_rcnn_parity.build()  # maskrcnn_resnet50_fpn's modules, FrozenBatchNorm2d
+    model.load_state_dict(torch.load(weights, map_location="cpu"), strict=True)
+    model.eval()
+
+    def run(image):
+        with torch.inference_mode(), torch.autocast("cpu", torch.bfloat16, enabled=bf16):
+            o = model([torch.from_numpy(image)])[0]
+        return {"boxes": o["boxes"].float().tolist(), "labels": o["labels"].tolist(),
+                "scores": o["scores"].float().tolist()}
+    return run
+
+
+def onnxruntime_runner(onnx, threads):
+    import onnxruntime as ort
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    session = ort.InferenceSession(onnx, options, providers=["CPUExecutionProvider"])
+
+    def run(image):
+        boxes, labels, scores = session.run(["boxes", "labels", "scores"], {"image": image})
+        return {"boxes": boxes.tolist(), "labels": labels.tolist(), "scores": scores.tolist()}
+    return run, "onnxruntime " + ort.__version__
+
+
+def openvino_runner(onnx, bf16):
+    import openvino as ov
+    core = ov.Core()
+    compiled = core.compile_model(core.read_model(onnx), "CPU",
+                                  {"INFERENCE_PRECISION_HINT": "bf16" if bf16 else "f32"})
+    request = compiled.create_infer_request()
+
+    def run(image):
+        request.infer({"image": image})
+        get = lambda n: request.get_tensor(n).data  # noqa: E731
+        return {"boxes": get("boxes").tolist(), "labels": get("labels").tolist(),
+                "scores": get("scores").tolist()}
+    return run, "openvino " + ov.__version__
+
+
+def agreement(ours, reference):
+    def iou(a, b):
+        ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+        iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+        inter = ix * iy
+        union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+        return inter / union if union > 0 else 0.0
+    matched = total = 0
+    worst = 0.0
+    for name, ref in reference.items():
+        mine = ours.get(name, {"boxes": [], "labels": [], "scores": []})
+        used = set()
+        for box, label, score in zip(ref["boxes"], ref["labels"], ref["scores"]):
+            total += 1
+            best, best_iou = -1, 0.9
+            for k, (b, l) in enumerate(zip(mine["boxes"], mine["labels"])):
+                if k in used or l != label:
+                    continue
+                v = iou(b, box)
+                if v >= best_iou:
+                    best, best_iou = k, v
+            if best >= 0:
+                used.add(best)
+                matched += 1
+                worst = max(worst, abs(mine["scores"][best] - score))
+    return matched / max(1, total), worst
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--images", type=int, default=4)
+    parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument("--iters", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out")
+    opts = parser.parse_args()
+    out = opts.out or os.path.join(opts.build, "bench-data", "export")
+    os.makedirs(out, exist_ok=True)
+    torch.set_num_threads(opts.threads)
+    weights, images = prepare(out, opts.images)
+    paths = sorted(glob.glob(os.path.join(images, "*.png")))
+    engine = os.path.join(opts.build, "bin", "mrcnn-engine")
+    export_dir = os.path.join(out, "export-%d" % int(time.time()))
+    subprocess.run([engine, "--spec", os.path.join(ROOT, "specs/coco_torchvision_r50.txt"),
+                    "--task", "export", "--checkpoint", weights, "--output-dir", export_dir,
+                    "--images", images, "--set", "device=cpu"], check=True,
+                   stdout=subprocess.DEVNULL)
+    onnx = os.path.join(export_dir, "model.onnx")
+
+    rows, outputs = [], {}
+    for name, make in [
+        ("torchvision eager fp32", lambda: (torchvision_runner(weights, False), "")),
+        ("torchvision eager bf16", lambda: (torchvision_runner(weights, True), "")),
+        ("ONNX Runtime on our ONNX (fp32)", lambda: onnxruntime_runner(onnx, opts.threads)),
+        ("OpenVINO (Python) f32 on our ONNX", lambda: openvino_runner(onnx, False)),
+        ("OpenVINO (Python) bf16 on our ONNX", lambda: openvino_runner(onnx, True)),
+    ]:
+        run, version = make()
+        ms, last = timed(run, paths, opts.warmup, opts.iters)
+        outputs[name] = last
+        rows.append({"name": name, "median_ms": ms, "version": version})
+        print(json.dumps(rows[-1]), flush=True)
+
+    ours = subprocess.run(
+        [os.path.join(opts.build, "bin", "bench_backends"), "--spec",
+         os.path.join(ROOT, "specs/coco_torchvision_r50.txt"), "--checkpoint", weights,
+         "--onnx", onnx, "--images", images, "--warmup", str(opts.warmup), "--iters",
+         str(opts.iters), "--out", out], check=True, capture_output=True, text=True).stdout
+    decode_ms = None
+    labels = {"ours_libtorch_fp32": "workbench LibTorch fp32",
+              "ours_libtorch_bf16": "workbench LibTorch bf16",
+              "ours_openvino_f32": "workbench OpenVINO f32",
+              "ours_openvino_bf16": "workbench OpenVINO bf16"}
+    for line in ours.splitlines():
+        r = json.loads(line)
+        if "decode_ms" in r:
+            decode_ms = r["decode_ms"]
+            continue
+        name = labels[r["name"]]
+        outputs[name] = json.load(open(os.path.join(out, r["name"] + ".json")))
+        rows.append({"name": name, "median_ms": r["median_ms"], "version": r["description"]})
+        print(json.dumps(rows[-1]), flush=True)
+
+    reference = outputs["torchvision eager fp32"]
+    base = rows[0]["median_ms"]
+    print(f"\n{cpu_line()}; torch {torch.__version__}; {len(paths)} photos 640x480 "
+          f"(800x1088 padded); {opts.threads} threads; decoding a PNG {decode_ms:.1f} ms\n")
+    print("| path | median ms / image | vs torchvision fp32 | agreement (IoU >= 0.9) | max score diff |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        share, worst = agreement(outputs[r["name"]], reference)
+        r.update(speedup=base / r["median_ms"], agreement=share, max_score_diff=worst)
+        print(f"| {r['name']} | {r['median_ms']:.0f} | {r['speedup']:.2f}x | {share:.3f} | "
+              f"{worst:.4f} |")
+    json.dump({"cpu": cpu_line(), "torch": torch.__version__, "rows": rows,
+               "decode_ms": decode_ms}, open(os.path.join(out, "results.json"), "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()
