@@ -45,6 +45,7 @@ from PIL import Image
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "engine"))
 import mask_rcnn_parity  # noqa: E402
+from export_parity import iou  # noqa: E402
 
 
 def cpu_line():
@@ -140,12 +141,6 @@ def openvino_runner(onnx, bf16):
 
 
 def agreement(ours, reference):
-    def iou(a, b):
-        ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-        iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-        inter = ix * iy
-        union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-        return inter / union if union > 0 else 0.0
     matched = total = 0
     worst = 0.0
     for name, ref in reference.items():
