@@ -222,12 +222,15 @@ class ExportTest : public QObject {
     QVERIFY2(r.out.contains(out + " already exists"), qPrintable(r.out));
     QVERIFY(QFile::exists(out + "/keep.txt") && !QFile::exists(out + "/model.onnx"));
 
+    // Through the headless launcher, its flag passed on as a flag.
     const QString run = path("shapes_run");
     QVERIFY(QDir(run + "/export/model.step-2").exists());
-    const Run again = engine({"--spec", shapesSpec_, "--run-dir", run, "--task", "export",
-                              "--images", path("images/noise.png")});
+    const Run again =
+        mrcnn::testing::headless({shapesSpec_, "--run-dir", run, "--task", "export",
+                                  "--gen-ds-config", "--images", path("images/noise.png")});
     QVERIFY2(again.code == 0, qPrintable(explain(again)));
     QVERIFY(QFile::exists(run + "/export/model.step-2-2/model.onnx"));
+    QVERIFY(QFile::exists(run + "/export/model.step-2-2/nvinfer_config.txt"));
   }
 
   void badOptionsAreRefused() {
