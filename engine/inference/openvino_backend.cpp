@@ -37,7 +37,6 @@ class OpenVinoBackend final : public InferenceBackend {
       label_of_[o.category_ids[label]] = static_cast<int64_t>(label);
     try {
       const std::shared_ptr<ov::Model> model = core_.read_model(o.onnx.string());
-      with_masks_ = false;
       for (const auto& output : model->outputs())
         with_masks_ = with_masks_ || output.get_names().count("masks") > 0;
       const bool bf16 = o.bf16 && cpuHasBf16(core_);
