@@ -29,6 +29,7 @@
 #include "engine/tasks/tasks.h"
 #include "engine/train/autocast_scope.h"
 #include "engine/train/event_writer.h"
+#include "engine/train/loss_scaler.h"
 #include "engine/train/solver.h"
 
 namespace mrcnn::engine {
@@ -172,6 +173,10 @@ int runBenchmark(const TaskOptions& options, const BenchmarkOptions& bench, std:
     }
     const bool amp = s.use_amp();
     const at::ScalarType amp_dtype = s.amp_dtype() == "bf16" ? at::kBFloat16 : at::kHalf;
+    // fp16 training scales the loss as the trainer does (its cost is part of the step).
+    train::LossScalerOptions scaler_options;
+    scaler_options.enabled = training && amp && amp_dtype == at::kHalf;
+    train::LossScaler scaler(scaler_options);
     const auto sync = [&] {
       if (device.is_cuda()) torch::cuda::synchronize(device.index());
     };
@@ -185,9 +190,10 @@ int runBenchmark(const TaskOptions& options, const BenchmarkOptions& bench, std:
           train::AutocastScope autocast(amp, device.type(), amp_dtype);
           losses = net->losses(data.images, data.sizes, data.targets);
         }
-        losses.total.backward();
+        scaler.scaleLoss(losses.total).backward();
         if (parallel) parallel->averageGradients();
-        solver->step(1e-6);  // a real step at a learning rate too small to diverge
+        // A real step at a learning rate too small to diverge.
+        solver->step(1e-6, scaler.enabled() ? &scaler : nullptr);
       } else {
         train::AutocastScope autocast(amp, device.type(), amp_dtype);
         (void)net->detect(data.images, data.sizes);

@@ -1,0 +1,374 @@
+#!/usr/bin/env python3
+"""The CUDA kernels of the detection operators (engine/ops/cuda/) against their CPU kernels
+and against torchvision's CUDA operators: forward and backward, float32, float16 and
+bfloat16, empty and large inputs, non-contiguous inputs, autocast.
+
+    ops_cuda_check.py --library build/lib/libmrcnn_ops.so [--json OUT.json]
+
+Loads our operators into the running torch (torch.ops.load_library) and calls them through
+the dispatcher as torch.ops.mrcnn.*, so the kernels checked are the ones the engine runs.
+Without a CUDA device it checks that the library loads and registers CUDA kernels, says why
+it stops, and exits 77 (ctest's skip code). Exit 1 when any check fails; every check is run
+and reported either way. Inputs are random (seeded per check) and never all zeros.
+
+Tolerances, per dtype of the CUDA result against a reference computed in float64 on the CPU
+from the same (already rounded) inputs: float32 1e-5 of the reference's scale; float16 and
+bfloat16 two units in the last place of the result's dtype at that scale (the kernels
+accumulate in float and round once). Test-only: the product never runs Python.
+"""
+
+import argparse
+import json
+import math
+import zlib
+import sys
+import traceback
+
+import torch
+
+SKIP = 77
+LOW = (torch.float16, torch.bfloat16)
+ULP = {torch.float32: 1.2e-7, torch.float16: 9.8e-4, torch.bfloat16: 7.9e-3}
+
+
+def tol(dtype):
+    return 1e-5 if dtype in (torch.float32, torch.float64) else 2 * ULP[dtype]
+
+
+def scaled_err(out, ref):
+    """max |out - ref| over the reference's largest magnitude (1 when it is all zeros)."""
+    out, ref = out.detach().double().cpu(), ref.detach().double().cpu()
+    if out.shape != ref.shape:
+        raise AssertionError(f"shape {tuple(out.shape)} against {tuple(ref.shape)}")
+    if out.numel() == 0:
+        return 0.0
+    if torch.isnan(out).any() != torch.isnan(ref).any():
+        raise AssertionError("NaN where the reference has none (or the reverse)")
+    scale = max(ref.abs().max().item(), 1e-30) if ref.abs().max().item() > 0 else 1.0
+    return (out - ref).abs().max().item() / scale
+
+
+def random_boxes(gen, n, size, dtype=torch.float32, device="cpu"):
+    xy = torch.rand(n, 2, generator=gen) * size
+    wh = torch.rand(n, 2, generator=gen) * size * 0.3 + 1.0
+    return torch.cat([xy, xy + wh], 1).to(dtype).to(device)
+
+
+def random_rois(gen, n, batch, h, w, dtype=torch.float32):
+    rois = torch.empty(n, 5)
+    rois[:, 0] = torch.randint(0, batch, (n,), generator=gen).float()
+    rois[:, 1:] = random_boxes(gen, n, min(h, w))
+    rois[::9, 3] = rois[::9, 1]  # zero width
+    rois[-1, 1:] = torch.tensor([-3.0 * w, -3.0 * h, -2.0 * w, -2.0 * h])  # wholly outside
+    return rois.to(dtype)
+
+
+def non_contiguous(t):
+    """The same values as t in a strided view (every other element of a wider tensor)."""
+    wide = torch.empty(*t.shape[:-1], t.shape[-1] * 2, dtype=t.dtype, device=t.device)
+    wide[..., ::2] = t
+    wide[..., 1::2] = float("nan")
+    view = wide[..., ::2]
+    assert t.numel() == 0 or not view.is_contiguous()
+    return view
+
+
+class Checks:
+    def __init__(self, tv):
+        self.tv = tv
+        self.results = []
+
+    def run(self, name, fn):
+        gen = torch.Generator().manual_seed(zlib.crc32(name.encode()))
+        try:
+            detail = fn(gen) or "ok"
+            self.results.append({"check": name, "ok": True, "detail": detail})
+        except Exception as e:  # one failing check must not hide the others
+            tb = traceback.format_exc(limit=3)
+            self.results.append({"check": name, "ok": False, "detail": f"{e}", "trace": tb})
+
+    # ---- roi_align ----
+
+    def roi_align_forward(self, dtype, aligned, sampling, contiguous):
+        def check(gen):
+            x = torch.randn(2, 16, 25, 31, generator=gen).to(dtype)
+            rois = random_rois(gen, 60, 2, 100, 124, dtype)
+            ref = torch.ops.mrcnn.roi_align(x.double(), rois.double(), 0.25, 7, 7, sampling, aligned)
+            xc, rc = x.cuda(), rois.cuda()
+            if not contiguous:
+                xc, rc = xc.transpose(2, 3).contiguous().transpose(2, 3), non_contiguous(rc)
+            ours = torch.ops.mrcnn.roi_align(xc, rc, 0.25, 7, 7, sampling, aligned)
+            torch.cuda.synchronize()
+            if ours.dtype != dtype:
+                raise AssertionError(f"result dtype {ours.dtype}")
+            err = scaled_err(ours, ref)
+            if err > tol(dtype):
+                raise AssertionError(f"CUDA against float64 CPU: {err:.2e} > {tol(dtype):.1e}")
+            cpu = torch.ops.mrcnn.roi_align(x.float(), rois.float(), 0.25, 7, 7, sampling, aligned)
+            err_cpu = scaled_err(ours, cpu)
+            if err_cpu > 2 * tol(dtype):
+                raise AssertionError(f"CUDA against our CPU kernel: {err_cpu:.2e}")
+            detail = f"vs float64 {err:.1e}, vs CPU {err_cpu:.1e}"
+            try:
+                theirs = self.tv.ops.roi_align(x.cuda(), rois.cuda(), (7, 7), 0.25, sampling, aligned)
+            except RuntimeError:
+                return detail + f"; torchvision has no {dtype} kernel for it"
+            err_tv = scaled_err(theirs, ref)
+            err_ours_tv = scaled_err(ours, theirs)
+            # torchvision's half kernels compute in half: ours must be no worse than it.
+            if err > max(tol(dtype), err_tv) or err_ours_tv > max(2 * tol(dtype), 2 * err_tv):
+                raise AssertionError(f"against torchvision {err_ours_tv:.2e} (torchvision vs float64 {err_tv:.2e})")
+            return detail + f", vs torchvision {err_ours_tv:.1e} (torchvision vs float64 {err_tv:.1e})"
+
+        return check
+
+    def roi_align_backward(self, dtype, aligned, sampling):
+        def check(gen):
+            x = torch.randn(2, 8, 19, 23, generator=gen).to(dtype)
+            rois = random_rois(gen, 40, 2, 76, 92, dtype)
+            go = torch.randn(40, 8, 5, 5, generator=gen).to(dtype)
+            xd = x.double().requires_grad_(True)
+            torch.ops.mrcnn.roi_align(xd, rois.double(), 0.25, 5, 5, sampling, aligned).backward(go.double())
+            xg = x.cuda().requires_grad_(True)
+            torch.ops.mrcnn.roi_align(xg, rois.cuda(), 0.25, 5, 5, sampling, aligned).backward(non_contiguous(go.cuda()))
+            torch.cuda.synchronize()
+            # Gradients sum many terms (atomic adds in any order): a few more units of rounding.
+            limit = 4 * tol(dtype) if dtype in LOW else 1e-5
+            err = scaled_err(xg.grad, xd.grad)
+            if err > limit:
+                raise AssertionError(f"gradient against float64 CPU: {err:.2e} > {limit:.1e}")
+            detail = f"grad vs float64 {err:.1e}"
+            if dtype == torch.float32:
+                xt = x.cuda().requires_grad_(True)
+                self.tv.ops.roi_align(xt, rois.cuda(), (5, 5), 0.25, sampling, aligned).backward(go.cuda())
+                e = scaled_err(xg.grad, xt.grad)
+                if e > 1e-5:
+                    raise AssertionError(f"gradient against torchvision: {e:.2e}")
+                detail += f", vs torchvision {e:.1e}"
+            return detail
+
+        return check
+
+    def roi_align_edges(self, gen):
+        x = torch.randn(1, 4, 10, 10, generator=gen).cuda()
+        empty = torch.ops.mrcnn.roi_align(x, torch.zeros(0, 5).cuda(), 1.0, 2, 2, 0, True)
+        if tuple(empty.shape) != (0, 4, 2, 2):
+            raise AssertionError(f"empty rois gave {tuple(empty.shape)}")
+        xg = x.clone().requires_grad_(True)
+        torch.ops.mrcnn.roi_align(xg, torch.zeros(0, 5).cuda(), 1.0, 2, 2, 0, True).sum().backward()
+        if xg.grad is None or xg.grad.abs().max().item() != 0:
+            raise AssertionError("empty rois: gradient not zero")
+        # Large: an FPN level of a COCO-sized batch and 4000 RoIs, against torchvision.
+        big = torch.randn(2, 256, 200, 336, generator=gen).cuda()
+        rois = random_rois(gen, 4000, 2, 800, 1344).cuda()
+        ours = torch.ops.mrcnn.roi_align(big, rois, 0.25, 7, 7, 2, True)
+        theirs = self.tv.ops.roi_align(big, rois, (7, 7), 0.25, 2, True)
+        e = scaled_err(ours, theirs)
+        if e > 1e-5:
+            raise AssertionError(f"large input against torchvision: {e:.2e}")
+        # Autocast: float32 inputs under float16 autocast run in float32, as torchvision's.
+        with torch.autocast("cuda", dtype=torch.float16):
+            auto = torch.ops.mrcnn.roi_align(big[:1, :8].half(), rois[:50], 0.25, 7, 7, 2, True)
+        if auto.dtype != torch.float16:
+            raise AssertionError(f"autocast result {auto.dtype}, expected the input's float16")
+        return f"empty ok; 4000 RoIs x 256 channels vs torchvision {e:.1e}; autocast ok"
+
+    # ---- nms, batched_nms ----
+
+    def nms(self, dtype, contiguous):
+        """float32 directly; float16 and bfloat16 as the engine runs them, under autocast
+        (boxes and scores cast to float). Scores are distinct in the dtype, so that the order
+        is defined: low-precision sizes stop where the dtype runs out of distinct values."""
+
+        def check(gen):
+            sizes = (0, 1, 63, 64, 65, 1000, 5000, 20000)
+            if dtype == torch.float16:
+                sizes = sizes[:6]
+            elif dtype == torch.bfloat16:
+                sizes = sizes[:5]
+            for n in sizes:
+                boxes = random_boxes(gen, n, 500).to(dtype)
+                scores = torch.linspace(0.05, 1, n)[torch.randperm(n, generator=gen)].to(dtype)
+                bc, sc = boxes.cuda(), scores.cuda()
+                if not contiguous:
+                    bc = non_contiguous(bc)
+                for thr in (0.3, 0.5, 0.7):
+                    with torch.autocast("cuda", dtype=dtype, enabled=dtype in LOW):
+                        ours = torch.ops.mrcnn.nms(bc, sc, thr).cpu()
+                    cpu = torch.ops.mrcnn.nms(boxes.float(), scores.float(), thr)
+                    if not torch.equal(ours, cpu):
+                        raise AssertionError(f"n={n} thr={thr}: {ours.numel()} kept, CPU {cpu.numel()}")
+                    if dtype == torch.float32:
+                        theirs = self.tv.ops.nms(bc.contiguous(), sc, thr).cpu()
+                        if not torch.equal(ours, theirs):
+                            raise AssertionError(f"n={n} thr={thr}: {ours.numel()} kept, torchvision {theirs.numel()}")
+            return f"n in {sizes}, thresholds 0.3/0.5/0.7: identical indices"
+
+        return check
+
+    def batched_nms(self, gen):
+        for n in (0, 10, 3000, 20000):
+            boxes = random_boxes(gen, n, 800).cuda()
+            scores = (torch.randperm(n, generator=gen).float() / max(n, 1)).cuda()
+            idxs = torch.randint(0, 80, (n,), generator=gen).cuda()
+            ours = torch.ops.mrcnn.batched_nms(boxes, scores, idxs, 0.5).cpu()
+            theirs = self.tv.ops.batched_nms(boxes, scores, idxs, 0.5).cpu()
+            cpu = torch.ops.mrcnn.batched_nms(boxes.cpu(), scores.cpu(), idxs.cpu(), 0.5)
+            if not (torch.equal(ours, theirs) and torch.equal(ours, cpu)):
+                raise AssertionError(f"n={n}: {ours.numel()} kept, torchvision {theirs.numel()}, CPU {cpu.numel()}")
+        return "80 classes, n up to 20000: identical to torchvision and the CPU"
+
+    # ---- box_iou, box coder ----
+
+    def box_iou(self, dtype):
+        def check(gen):
+            a, b = random_boxes(gen, 3000, 800, dtype), random_boxes(gen, 2000, 800, dtype)
+            ref = torch.ops.mrcnn.box_iou(a.double(), b.double())
+            ours = torch.ops.mrcnn.box_iou(non_contiguous(a.cuda()), b.cuda())
+            e = scaled_err(ours, ref)
+            if e > tol(dtype):
+                raise AssertionError(f"against float64: {e:.2e}")
+            theirs = self.tv.ops.box_iou(a.cuda(), b.cuda())
+            e_tv = scaled_err(ours, theirs)
+            if e_tv > 2 * tol(dtype):
+                raise AssertionError(f"against torchvision: {e_tv:.2e}")
+            empty = torch.ops.mrcnn.box_iou(torch.zeros(0, 4, dtype=dtype).cuda(), b.cuda())
+            if tuple(empty.shape) != (0, 2000):
+                raise AssertionError(f"empty gave {tuple(empty.shape)}")
+            return f"3000x2000 vs float64 {e:.1e}, vs torchvision {e_tv:.1e}"
+
+        return check
+
+    def box_coder(self, gen):
+        from torchvision.models.detection._utils import BoxCoder
+
+        w = (10.0, 10.0, 5.0, 5.0)
+        clip = math.log(1000.0 / 16)
+        coder = BoxCoder(w, clip)
+        props, gt = random_boxes(gen, 5000, 800), random_boxes(gen, 5000, 800)
+        enc = torch.ops.mrcnn.encode_boxes(gt.cuda(), non_contiguous(props.cuda()), *w)
+        enc_tv = coder.encode_single(gt.cuda(), props.cuda())
+        enc_cpu = torch.ops.mrcnn.encode_boxes(gt.double(), props.double(), *w)
+        e1, e2 = scaled_err(enc, enc_cpu), scaled_err(enc, enc_tv)
+        codes = torch.randn(5000, 4 * 91, generator=gen)
+        codes[::7] *= 10  # past the clip
+        dec = torch.ops.mrcnn.decode_boxes(non_contiguous(codes.cuda()), props.cuda(), *w, clip)
+        dec_tv = coder.decode_single(codes.cuda(), props.cuda())
+        dec_cpu = torch.ops.mrcnn.decode_boxes(codes.double(), props.double(), *w, clip)
+        e3, e4 = scaled_err(dec, dec_cpu), scaled_err(dec, dec_tv)
+        if max(e1, e2, e3, e4) > 1e-5:
+            raise AssertionError(f"encode {e1:.1e}/{e2:.1e}, decode {e3:.1e}/{e4:.1e}")
+        empty = torch.ops.mrcnn.decode_boxes(torch.zeros(0, 8).cuda(), torch.zeros(0, 4).cuda(), *w, clip)
+        if tuple(empty.shape) != (0, 8):
+            raise AssertionError("empty decode")
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            half = torch.ops.mrcnn.decode_boxes(codes.cuda().bfloat16(), props.cuda().bfloat16(), *w, clip)
+        e5 = scaled_err(half, dec_cpu)
+        if e5 > 4 * ULP[torch.bfloat16] * 2:
+            raise AssertionError(f"bfloat16 decode against float64: {e5:.2e}")
+        return f"encode vs CPU {e1:.1e} / torchvision {e2:.1e}; decode {e3:.1e} / {e4:.1e}; bf16 {e5:.1e}"
+
+    # ---- mask targets, paste masks ----
+
+    def mask_targets(self, gen):
+        for g_count, p_count in ((5, 300), (3, 0)):
+            masks = (torch.rand(g_count, 120, 160, generator=gen) > 0.5).to(torch.uint8)
+            rois = random_boxes(gen, p_count, 120)
+            matched = torch.randint(0, g_count, (p_count,), generator=gen)
+            ours = torch.ops.mrcnn.mask_targets(masks.cuda(), non_contiguous(rois.cuda()), matched.cuda(), 28)
+            rois_tv = torch.cat([matched[:, None].float(), rois], 1).cuda()
+            theirs = self.tv.ops.roi_align(masks[:, None].float().cuda(), rois_tv, (28, 28), 1.0)[:, 0]
+            cpu = torch.ops.mrcnn.mask_targets(masks, rois, matched, 28)
+            e1, e2 = scaled_err(ours, theirs), scaled_err(ours, cpu)
+            if max(e1, e2) > 1e-5:
+                raise AssertionError(f"G={g_count} P={p_count}: vs torchvision {e1:.2e}, vs CPU {e2:.2e}")
+        return "uint8 masks, 300 RoIs and none: equal to torchvision's roi_align of the masks and to the CPU"
+
+    def paste_masks(self, dtype):
+        def check(gen):
+            from torchvision.models.detection.roi_heads import paste_masks_in_image
+
+            n, h, w = 100, 427, 640
+            masks = torch.rand(n, 1, 28, 28, generator=gen)
+            boxes = random_boxes(gen, n, 420)
+            boxes[:, 2].clamp_(max=w - 1)
+            boxes[:, 3].clamp_(max=h - 1)
+            rounded = masks.to(dtype)  # half and bfloat16 masks are pasted in float
+            ref = paste_masks_in_image(rounded.double(), boxes.double(), (h, w), 1)[:, 0]
+            ours = torch.ops.mrcnn.paste_masks(rounded.cuda(), boxes.cuda(), h, w, 1)
+            theirs = paste_masks_in_image(rounded.float().cuda(), boxes.cuda(), (h, w), 1)[:, 0]
+            e1 = scaled_err(ours, ref)
+            e2 = scaled_err(ours, theirs)
+            if e1 > 1e-5 or e2 > 1e-5:
+                raise AssertionError(f"vs float64 {e1:.2e}, vs torchvision CUDA {e2:.2e} (limit 1e-5)")
+            binary = torch.ops.mrcnn.paste_masks_binary(masks.cuda(), boxes.cuda(), h, w, 0.5, 1)
+            probs = torch.ops.mrcnn.paste_masks(masks.cuda(), boxes.cuda(), h, w, 1)
+            if not torch.equal(binary.cpu(), (probs > 0.5).to(torch.uint8).cpu()):
+                raise AssertionError("binary paste differs from the thresholded probabilities")
+            empty = torch.ops.mrcnn.paste_masks(masks[:0].cuda(), boxes[:0].cuda(), h, w, 1)
+            if tuple(empty.shape) != (0, h, w):
+                raise AssertionError("empty paste")
+            return f"100 masks into 427x640: vs float64 {e1:.1e}, vs torchvision {e2:.1e}"
+
+        return check
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--library", required=True)
+    ap.add_argument("--json")
+    args = ap.parse_args()
+
+    torch.ops.load_library(args.library)
+    names = ["roi_align", "_roi_align_backward", "nms", "box_iou", "encode_boxes", "decode_boxes",
+             "mask_targets", "paste_masks", "paste_masks_binary"]
+    missing = [n for n in names if not torch._C._dispatch_has_kernel_for_dispatch_key(f"mrcnn::{n}", "CUDA")]
+    report = {"torch": torch.__version__, "library": args.library, "checks": []}
+    if missing:
+        print(f"FAIL: {args.library} has no CUDA kernel for {', '.join(missing)}")
+        return 1
+    if not torch.cuda.is_available():
+        print(f"SKIP: no CUDA device visible (torch {torch.__version__}); the library loads and "
+              "registers CUDA kernels for every operator")
+        report["skipped"] = "no CUDA device"
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(report, f, indent=1)
+        return SKIP
+    import torchvision
+
+    report["torchvision"] = torchvision.__version__
+    report["device"] = torch.cuda.get_device_name(0)
+    c = Checks(torchvision)
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        d = str(dtype).split(".")[1]
+        for aligned in (False, True):
+            for sampling in (0, 2):
+                c.run(f"roi_align forward {d} aligned={aligned} sampling={sampling}",
+                      c.roi_align_forward(dtype, aligned, sampling, contiguous=True))
+            c.run(f"roi_align backward {d} aligned={aligned}", c.roi_align_backward(dtype, aligned, 2))
+        c.run(f"roi_align forward {d} non-contiguous", c.roi_align_forward(dtype, True, 0, contiguous=False))
+        c.run(f"nms {d}", c.nms(dtype, contiguous=True))
+        c.run(f"paste_masks {d}", c.paste_masks(dtype))
+    c.run("nms float32 non-contiguous", c.nms(torch.float32, contiguous=False))
+    for dtype in (torch.float32, torch.float64):
+        c.run(f"box_iou {str(dtype).split('.')[1]}", c.box_iou(dtype))
+    c.run("roi_align empty, large, autocast", c.roi_align_edges)
+    c.run("batched_nms", c.batched_nms)
+    c.run("box coder", c.box_coder)
+    c.run("mask_targets", c.mask_targets)
+    report["checks"] = c.results
+    failed = [r for r in c.results if not r["ok"]]
+    for r in c.results:
+        print(f"{'ok  ' if r['ok'] else 'FAIL'} {r['check']}: {r['detail']}")
+        if not r["ok"]:
+            print(r["trace"])
+    print(f"{len(c.results) - len(failed)}/{len(c.results)} CUDA operator checks passed on {report['device']}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=1)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
