@@ -64,6 +64,8 @@ constexpr const char* kUsage =
     "[--checkpoint FILE] [--backend libtorch|openvino] [--onnx MODEL.onnx]\n"
     "       mrcnn-workbench --headless SPEC --task export [--checkpoint FILE] [--output-dir DIR] "
     "[--opset 16|17] [--gen-ds-config] [--images FILE_OR_DIR]\n"
+    "       mrcnn-workbench --headless SPEC --task benchmark [--mode train|inference] [--steps N] "
+    "[--profile]\n"
     "       mrcnn-workbench --headless --task evaluate --annotations GT.json --results DT.json "
     "[--iou-type bbox|segm|both] [--metrics-out M.json]\n"
     "       mrcnn-workbench --headless --task dataset_convert --image-dir DIR --annotations F.json "
@@ -72,7 +74,8 @@ constexpr const char* kUsage =
     "NCCL on GPUs): --nproc-per-node N [--nnodes M --node-rank R --master-addr A "
     "--master-port P]\n"
     "--raw-events: rank 0's JSON event lines as they are (for programs, the GUI), not rendered\n"
-    "tasks: train (default), validate, evaluate, inference, dataset_convert, prune, export\n";
+    "tasks: train (default), validate, evaluate, inference, dataset_convert, benchmark, prune, "
+    "export\n";
 
 // The launcher's own options (not passed to the engine).
 bool launcherOption(const std::string& name) {
@@ -135,8 +138,8 @@ int runHeadless(const std::vector<std::string>& args, const std::string& self) {
       engine_args.push_back(a);
       // Every option but these flags takes a value, which goes along (the engine checks
       // the names).
-      const bool flag =
-          a == "--version" || a == "--gen-ds-config" || a.find('=') != std::string::npos;
+      const bool flag = a == "--version" || a == "--gen-ds-config" || a == "--profile" ||
+                        a.find('=') != std::string::npos;
       if (!flag && i + 1 < args.size()) {
         engine_args.push_back(args[++i]);
         if (a == "--spec") {

@@ -34,7 +34,9 @@ constexpr const char* kUsage =
     "                    folder, default RUN_DIR/export/<checkpoint>; parity checked with\n"
     "                    OpenVINO on --images or the spec's validation images)\n"
     "       mrcnn-engine --spec SPEC --task benchmark [--mode train|inference] [--steps N]\n"
-    "                    (synthetic batches of the spec's image size and model)\n"
+    "                    [--profile]\n"
+    "                    (synthetic batches of the spec's image size and model; --profile: one\n"
+    "                    more step under LibTorch's profiler, its busiest operators and kernels)\n"
     "data-parallel: started by torchrun, SLURM or mrcnn-workbench --nproc-per-node, the\n"
     "engine joins their process group (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT)\n"
     "tasks: train (default), validate, evaluate, inference, dataset_convert, benchmark, export,\n"
@@ -64,7 +66,7 @@ const std::set<std::string> kValueOptions = {"--spec",
                                              "--backend",
                                              "--onnx"};
 // Options without a value.
-const std::set<std::string> kFlags = {"--gen-ds-config"};
+const std::set<std::string> kFlags = {"--gen-ds-config", "--profile"};
 
 }  // namespace
 
@@ -212,6 +214,7 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
       }
       bench.steps = std::stoul(text);
     }
+    bench.profile = values.count("--profile") > 0;
     return runBenchmark(options, bench, out, err);
   }
   if (task == "inference") {

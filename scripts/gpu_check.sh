@@ -334,6 +334,21 @@ for r in rows:
     print(f"{r['row']:<16}{o.get('images_per_second', float('nan')):>11.2f}{t.get('images_per_second', float('nan')):>12.2f}"
           f"{r.get('ratio', float('nan')):>7.2f}{o.get('peak_mib', float('nan')):>10.0f}{t.get('peak_mib', float('nan')):>8.0f}")
 PYEOF
+# Where our step's time goes: one more step of training (batch 4) and of inference under
+# LibTorch's profiler (CPU operators and CUDA kernels) into bench.log; informative only, a
+# failure here does not fail the check.
+for prof in "train train_batch_size=4" "inference eval_batch_size=1"; do
+  set -- $prof
+  echo "=== profile of ours: $1, $2" >> "$bench_log"
+  timeout 240 "$engine" "${bench_common[@]}" --mode "$1" --set "$2" --steps 3 --profile \
+    --run-dir "$work/profile-$1" > "$work/profile-$1.jsonl" 2>> "$bench_log" \
+    || echo "(the profiled run failed: exit $?)" >> "$bench_log"
+  "$py" -c 'import json, sys
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e.get("type") in ("log", "error") and "profile:" in e.get("text", e.get("message", "")):
+        print(e.get("text", e.get("message")))' "$work/profile-$1.jsonl" >> "$bench_log" 2>&1
+done
 record bench passed $(( $(date +%s) - t0 )) "$(grep -A 20 '^row ' "$bench_log" | tr '\n' ';' | head -c 900)"
 echo
 grep -A 20 '^row ' "$bench_log"

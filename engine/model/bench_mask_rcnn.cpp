@@ -22,7 +22,6 @@
 //   the most self time (stderr).
 #include <ATen/autocast_mode.h>
 #include <c10/core/InferenceMode.h>
-#include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -41,6 +40,7 @@
 #include "engine/model/mask_rcnn.h"
 #include "engine/model/postprocess.h"
 #include "engine/model/state_dict.h"
+#include "engine/tasks/op_profile.h"
 
 namespace {
 
@@ -147,74 +147,19 @@ class Autocast {
   bool on_;
 };
 
-// LibTorch's profiler over the scope; at its end, the operators with the most self time
-// (their time less that of the operators they called) go to stderr.
+// One iteration under the operator profiler (engine/tasks/op_profile.h); its table goes to
+// stderr at the scope's end.
 class ProfileScope {
  public:
-  explicit ProfileScope(bool on) : on_(on) {
-    if (!on_) return;
-    namespace prof = torch::autograd::profiler;
-    prof::prepareProfiler(prof::ProfilerConfig(prof::ProfilerState::KINETO),
-                          {torch::profiler::impl::ActivityType::CPU});
-    prof::enableProfiler(prof::ProfilerConfig(prof::ProfilerState::KINETO),
-                         {torch::profiler::impl::ActivityType::CPU});
-  }
+  explicit ProfileScope(bool on) : profile_(on) {}
   ~ProfileScope() {
-    if (!on_) return;
-    const auto result = torch::autograd::profiler::disableProfiler();
-    struct Span {
-      uint64_t start, end;
-      std::string name;
-    };
-    std::map<uint64_t, std::vector<Span>> by_thread;
-    for (const auto& e : result->events())
-      by_thread[e.startThreadId()].push_back({e.startNs(), e.endNs(), e.name()});
-    std::map<std::string, std::pair<double, int>> self;  // ms, calls
-    double total = 0;
-    for (auto& [thread, spans] : by_thread) {
-      std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
-        return a.start != b.start ? a.start < b.start : a.end > b.end;
-      });
-      // Each span's self time: its duration less its direct children's.
-      std::vector<std::pair<size_t, double>> stack;  // span index, children's time
-      const auto close = [&](size_t i, double children) {
-        const double d = static_cast<double>(spans[i].end - spans[i].start) * 1e-6;
-        auto& entry = self[spans[i].name];
-        entry.first += d - children;
-        entry.second += 1;
-        if (stack.empty())
-          total += d;
-        else
-          stack.back().second += d;
-      };
-      for (size_t i = 0; i < spans.size(); ++i) {
-        while (!stack.empty() && spans[stack.back().first].end <= spans[i].start) {
-          const auto [j, children] = stack.back();
-          stack.pop_back();
-          close(j, children);
-        }
-        stack.push_back({i, 0.0});
-      }
-      while (!stack.empty()) {
-        const auto [j, children] = stack.back();
-        stack.pop_back();
-        close(j, children);
-      }
-    }
-    std::vector<std::pair<std::string, std::pair<double, int>>> rows(self.begin(), self.end());
-    std::sort(rows.begin(), rows.end(),
-              [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
-    std::fprintf(stderr, "profile: %.1f ms in operators; by self time:\n", total);
-    for (size_t i = 0; i < rows.size() && i < 30; ++i) {
-      std::fprintf(stderr, "  %9.1f ms %6d  %s\n", rows[i].second.first, rows[i].second.second,
-                   rows[i].first.c_str());
-    }
+    if (profile_.active()) std::fputs(profile_.stop(30).c_str(), stderr);
   }
   ProfileScope(const ProfileScope&) = delete;
   ProfileScope& operator=(const ProfileScope&) = delete;
 
  private:
-  bool on_;
+  mrcnn::engine::OpProfile profile_;
 };
 
 // Per-stage times of the iterations, by stage name.

@@ -25,6 +25,7 @@
 #include "engine/setup/data_setup.h"
 #include "engine/setup/device.h"
 #include "engine/setup/model_config.h"
+#include "engine/tasks/op_profile.h"
 #include "engine/tasks/task_common.h"
 #include "engine/tasks/tasks.h"
 #include "engine/train/autocast_scope.h"
@@ -181,7 +182,9 @@ int runBenchmark(const TaskOptions& options, const BenchmarkOptions& bench, std:
       if (device.is_cuda()) torch::cuda::synchronize(device.index());
     };
     std::vector<double> times;
-    for (uint64_t i = 0; i < warmup + steps; ++i) {
+    std::string profile;
+    for (uint64_t i = 0; i < warmup + steps + (bench.profile ? 1 : 0); ++i) {
+      OpProfile profiler(i == warmup + steps, device.is_cuda());
       sync();
       const auto t0 = Clock::now();
       if (training) {
@@ -200,7 +203,11 @@ int runBenchmark(const TaskOptions& options, const BenchmarkOptions& bench, std:
       }
       if (group && !training) group->barrier("benchmark step");
       sync();
-      if (i >= warmup) times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      if (profiler.active()) {
+        profile = profiler.stop();
+      } else if (i >= warmup) {
+        times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      }
     }
     double total = 0;
     for (double t : times)
@@ -236,6 +243,7 @@ int runBenchmark(const TaskOptions& options, const BenchmarkOptions& bench, std:
       std::strncat(line, more, sizeof line - std::strlen(line) - 1);
     }
     events.write(train::logEvent(line));
+    if (!profile.empty()) events.write(train::logEvent(profile));
     events.write(train::doneEvent("ok", line,
                                   std::chrono::duration<double>(Clock::now() - started).count()));
   } catch (const dist::CollectiveError& e) {

@@ -99,6 +99,7 @@ int runDatasetConvertFromSpec(const TaskOptions& options, std::ostream& out, std
 struct BenchmarkOptions {
   std::string mode = "train";  // train or inference
   uint64_t steps = 20;         // timed steps (after a few warm-up steps)
+  bool profile = false;  // one more step under the operator profiler (engine/tasks/op_profile.h)
 };
 
 // The fake-data benchmark: synthetic batches of the spec's image size and model, training
