@@ -268,7 +268,7 @@ if wants bench; then
 t0=$(date +%s)
 bench_log="$out/bench.log"
 bench_spec="$root/specs/coco_torchvision_r50.txt"
-bench_common=(--spec "$bench_spec" --task benchmark --steps "$bench_steps" --set device=cuda
+bench_common=(--spec "$bench_spec" --task benchmark --set device=cuda
               --set use_amp=true --set amp_dtype=fp16 --set maskrcnn_config.test_score_thresh=0)
 bench_row() {  # bench_row LABEL [ENV...] -- ENGINE ARGS...
   local label="$1"; shift
@@ -276,7 +276,7 @@ bench_row() {  # bench_row LABEL [ENV...] -- ENGINE ARGS...
   while [ "$1" != "--" ]; do envs+=("$1"); shift; done
   shift
   echo "=== ours $label" >> "$bench_log"
-  env "${envs[@]}" timeout 240 "$engine" "${bench_common[@]}" "$@" --run-dir "$work/bench-$label" \
+  env "${envs[@]}" timeout 240 "$engine" "${bench_common[@]}" --steps "$bench_steps" "$@" --run-dir "$work/bench-$label" \
     > "$work/bench-$label.jsonl" 2>> "$bench_log"
   local rc=$?
   grep -E '"type":"(log|done|error)"' "$work/bench-$label.jsonl" | tail -n 3 >> "$bench_log"
