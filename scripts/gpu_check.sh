@@ -20,9 +20,10 @@
 #   --only LIST     run only these of the checks (ops, train, bench), after the build
 #
 # Steps, in order; the first that fails ends the run, and what passed is still reported:
-#   prerequisites, build, ops (ctest -L gpu, or tests/gpu/ops_cuda_check.py with a bundle),
+#   prerequisites, build, ops (ctest -L "^gpu$", or tests/gpu/ops_cuda_check.py with a bundle),
 #   train_fp16, train_bf16 (scripts/gpu_check_train.py judges them), bench (ours:
-#   mrcnn-engine --task benchmark; torchvision: scripts/bench_gpu_torchvision.py).
+#   mrcnn-engine --task benchmark; torchvision: scripts/bench_gpu_torchvision.py; then one
+#   profiled step of ours, training and inference, into bench.log).
 #
 # Without a CUDA device it is a dry run: it checks its prerequisites, says "no CUDA device",
 # writes a summary saying nothing was measured, and exits 0. Exit 1 when a step fails, 2 when
@@ -35,7 +36,7 @@ bundle=""
 build_dir="$root/build-gpu"
 py="${MRCNN_PYTHON:-}"
 train_steps=40
-bench_steps=15
+bench_steps=30
 batches="1,4,8"
 only="ops,train,bench"
 
