@@ -195,8 +195,10 @@ EvalResult evaluate(const EvalSet& set, std::span<const Detection> detections, I
       } else {
         // Pointers, not copies: masks are the bulk of the data.
         std::vector<const dataset::Rle*> dt(D), gt(G);
-        for (std::size_t d = 0; d < D; ++d) dt[d] = &pair.dts[d]->mask;
-        for (std::size_t g = 0; g < G; ++g) gt[g] = &pair.gts[g]->mask;
+        for (std::size_t d = 0; d < D; ++d)
+          dt[d] = &pair.dts[d]->mask;
+        for (std::size_t g = 0; g < G; ++g)
+          gt[g] = &pair.gts[g]->mask;
         dataset::iou(std::span<const dataset::Rle* const>(dt),
                      std::span<const dataset::Rle* const>(gt), crowd, ious);
       }

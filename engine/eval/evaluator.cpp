@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "dataset/json_writer.h"
+#include "engine/eval/curves.h"
 #include "engine/eval/results_json.h"
 
 namespace mrcnn::eval {
@@ -15,18 +16,61 @@ void restrict(EvalSet& set, const std::vector<int64_t>& images) {
   if (images.empty()) return;
   const std::set<int64_t> keep(images.begin(), images.end());
   set.image_ids.assign(keep.begin(), keep.end());
-  std::erase_if(set.ground_truths,
-                [&](const GroundTruth& g) { return !keep.count(g.image_id); });
+  std::erase_if(set.ground_truths, [&](const GroundTruth& g) { return !keep.count(g.image_id); });
 }
 
-void writeResult(dataset::JsonWriter& json, const EvalResult& r) {
+void writeConfusion(dataset::JsonWriter& json, const ConfusionMatrix& c) {
+  json.beginObject().key("categories").beginArray();
+  for (int64_t id : c.category_ids)
+    json.value(id);
+  json.endArray().key("iou").value(c.iou).key("score").value(c.score).key("matrix").beginArray();
+  const std::size_t n = c.category_ids.size() + 1;
+  for (std::size_t row = 0; row < n; ++row) {
+    json.beginArray();
+    for (std::size_t col = 0; col < n; ++col)
+      json.value(c.at(row, col));
+    json.endArray();
+  }
+  json.endArray().endObject();
+}
+
+void writeResult(dataset::JsonWriter& json, const EvalResult& r,
+                 const std::optional<ConfusionMatrix>& confusion) {
   json.beginObject().key("stats").beginArray();
-  for (double s : r.stats) json.value(s);
+  for (double s : r.stats)
+    json.value(s);
   json.endArray().key("per_category").beginObject();
   for (std::size_t k = 0; k < r.category_ids.size(); ++k) {
     json.key(std::to_string(r.category_ids[k])).value(r.per_category_ap[k]);
   }
+  json.endObject();
+  // Precision over the 101 recall thresholds at IoU .50 and .75 (area all, 100 detections).
+  json.key("pr_curves").beginObject();
+  for (std::size_t k = 0; k < r.category_ids.size(); ++k) {
+    json.key(std::to_string(r.category_ids[k])).beginObject();
+    for (const auto& [label, iou] : {std::pair{"0.50", 0.5}, std::pair{"0.75", 0.75}}) {
+      json.key(label).beginArray();
+      for (double p : precisionCurve(r, k, iou))
+        json.value(p);
+      json.endArray();
+    }
+    json.endObject();
+  }
+  json.endObject();
+  // Per category, the score that maximises F1 at IoU .50 (null: no ground truth or no hit).
+  json.key("thresholds").beginObject().key("iou").value(0.5).key("categories").beginObject();
+  for (std::size_t k = 0; k < r.category_ids.size(); ++k) {
+    json.key(std::to_string(r.category_ids[k]));
+    if (const auto t = bestF1Threshold(r, k, 0.5)) {
+      json.beginObject().key("score").value(t->score).key("precision").value(t->precision);
+      json.key("recall").value(t->recall).key("f1").value(t->f1).endObject();
+    } else {
+      json.value(nullptr);
+    }
+  }
   json.endObject().endObject();
+  if (confusion) writeConfusion(json.key("confusion"), *confusion);
+  json.endObject();
 }
 
 }  // namespace
@@ -43,10 +87,15 @@ CocoEvaluator::CocoEvaluator(const dataset::CocoDataset& ground_truth, bool with
 
 EvaluationReport CocoEvaluator::evaluate(std::vector<Detection> detections,
                                          const EvalParams& params) const {
-  for (std::size_t i = 0; i < detections.size(); ++i) detections[i].id = static_cast<int64_t>(i) + 1;
+  for (std::size_t i = 0; i < detections.size(); ++i)
+    detections[i].id = static_cast<int64_t>(i) + 1;
   EvaluationReport report;
   report.bbox = eval::evaluate(bbox_set_, detections, IouType::Bbox, params);
-  if (with_masks_) report.segm = eval::evaluate(segm_set_, detections, IouType::Segm, params);
+  report.bbox_confusion = confusionMatrix(bbox_set_, detections, IouType::Bbox);
+  if (with_masks_) {
+    report.segm = eval::evaluate(segm_set_, detections, IouType::Segm, params);
+    report.segm_confusion = confusionMatrix(segm_set_, detections, IouType::Segm);
+  }
   return report;
 }
 
@@ -54,8 +103,8 @@ std::string metricsJson(const EvaluationReport& report) {
   std::ostringstream out;
   dataset::JsonWriter json(out);
   json.beginObject();
-  if (report.bbox) writeResult(json.key("bbox"), *report.bbox);
-  if (report.segm) writeResult(json.key("segm"), *report.segm);
+  if (report.bbox) writeResult(json.key("bbox"), *report.bbox, report.bbox_confusion);
+  if (report.segm) writeResult(json.key("segm"), *report.segm, report.segm_confusion);
   json.endObject();
   return out.str();
 }

@@ -9,12 +9,16 @@
 
 #include "dataset/coco/coco.h"
 #include "engine/eval/coco_eval.h"
+#include "engine/eval/confusion.h"
 
 namespace mrcnn::eval {
 
 struct EvaluationReport {
   std::optional<EvalResult> bbox;
   std::optional<EvalResult> segm;
+  // With background, IoU 0.5 and score 0.5 (confusion.h), for the same detections.
+  std::optional<ConfusionMatrix> bbox_confusion;
+  std::optional<ConfusionMatrix> segm_confusion;
 };
 
 class CocoEvaluator {
@@ -36,7 +40,11 @@ class CocoEvaluator {
   bool with_masks_;
 };
 
-// Writes {"bbox": {"stats": [...], "per_category": {"<id>": ap}}, "segm": {...}}.
+// Writes {"bbox": {"stats": [...], "per_category": {"<id>": ap}, "pr_curves": {"<id>":
+// {"0.50": [101 precisions], "0.75": [...]}}, "thresholds": {"iou": 0.5, "categories":
+// {"<id>": {"score", "precision", "recall", "f1"} or null}}, "confusion": {"categories":
+// [ids], "iou": 0.5, "score": 0.5, "matrix": [[K + 1 counts]...]}}, "segm": {...}} (curves.h,
+// confusion.h).
 std::string metricsJson(const EvaluationReport& report);
 
 }  // namespace mrcnn::eval

@@ -290,6 +290,8 @@ int runEvaluateFiles(const EvaluateFilesOptions& options, std::ostream& out, std
       out << "Evaluate annotation type *" << name << "* (" << secondsSince(t0) << " s)\n"
           << eval::summaryText(r);
       (iou == eval::IouType::Bbox ? report.bbox : report.segm) = std::move(r);
+      (iou == eval::IouType::Bbox ? report.bbox_confusion : report.segm_confusion) =
+          eval::confusionMatrix(set, results.detections, iou);
     }
     if (!options.metrics_out.empty()) {
       io::writeFileAtomic(options.metrics_out, eval::metricsJson(report) + "\n");

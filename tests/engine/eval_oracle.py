@@ -6,8 +6,8 @@
   eval_oracle.py tinycoco GT_JSON SEED DIR    detections made from a real annotation file
 
 Every case DIR/case_N/ holds gt.json, dt.json (and expected_bbox.json / expected_segm.json):
-the 12 stats, per-category AP, and the precision and recall arrays, as pycocotools computes
-them in this very run.
+the 12 stats, per-category AP, the precision and recall arrays, and the metrics file's
+pr_curves and F1 thresholds made from them, as pycocotools computes them in this very run.
 """
 import contextlib
 import io
@@ -37,11 +37,78 @@ def evaluate(gt_path, dt_path, iou_type, out_path, image_ids=None):
         p = precision[:, :, k, 0, -1]
         p = p[p > -1]
         per_category[str(cat)] = float(np.mean(p)) if p.size else -1.0
+    # The metrics file's error-analysis parts, from pycocotools' own arrays: precision at
+    # IoU .50 and .75 (area all, 100 detections), and per category the recall point of the
+    # .50 curve with the largest F1 (the first on ties) with eval['scores'] there.
+    iou = list(np.round(e.params.iouThrs, 2))
+    pr_curves, thresholds = {}, {}
+    for k, cat in enumerate(e.params.catIds):
+        pr_curves[str(cat)] = {"0.50": precision[iou.index(0.5), :, k, 0, -1].tolist(),
+                               "0.75": precision[iou.index(0.75), :, k, 0, -1].tolist()}
+        p = precision[iou.index(0.5), :, k, 0, -1]
+        rec = np.array(e.params.recThrs)
+        valid = (p > 0) & (rec > 0)
+        best = None
+        if valid.any():
+            f1 = np.where(valid, 2 * p * rec / np.where(valid, p + rec, 1), -1.0)
+            r = int(np.argmax(f1))
+            best = {"score": float(e.eval["scores"][iou.index(0.5), r, k, 0, -1]),
+                    "precision": float(p[r]), "recall": float(rec[r]), "f1": float(f1[r])}
+        thresholds[str(cat)] = best
+    matrix = confusion(gt, dt, iou_type, e.params.imgIds)
     with open(out_path, "w") as f:
         json.dump({"stats": [float(s) for s in e.stats], "per_category": per_category,
+                   "confusion": {"categories": sorted(gt.getCatIds()), "matrix": matrix},
                    "precision": precision.ravel().tolist(),
                    "recall": e.eval["recall"].ravel().tolist(),
-                   "shape": list(precision.shape)}, f)
+                   "shape": list(precision.shape),
+                   "pr_curves": pr_curves, "thresholds": thresholds}, f)
+
+
+def confusion(gt, dt, iou_type, image_ids, iou_thr=0.5, score_thr=0.5):
+    """The metrics file's confusion matrix, written here from its definition with
+    pycocotools' IoU: per image, detections scoring >= score_thr, highest first (loadRes
+    order on ties), each to the unmatched non-crowd ground truth of any class with the
+    largest IoU >= iou_thr (the first on ties); else ignored if it overlaps a crowd region by
+    iou_thr, else background. Rows: ground-truth class (+ background), columns: predicted
+    class (+ missed)."""
+    cats = sorted(gt.getCatIds())
+    index = {c: i for i, c in enumerate(cats)}
+    K = len(cats)
+    m = np.zeros((K + 1, K + 1), dtype=np.int64)
+
+    def geometry(coco, anns):
+        if iou_type == "bbox":
+            return [a["bbox"] for a in anns]
+        return [coco.annToRLE(a) for a in anns]
+
+    for img in image_ids:
+        anns = [a for a in gt.loadAnns(gt.getAnnIds(imgIds=[img])) if a["category_id"] in index]
+        objects = [a for a in anns if not a["iscrowd"]]
+        crowds = [a for a in anns if a["iscrowd"]]
+        dts = [d for d in dt.loadAnns(dt.getAnnIds(imgIds=[img]))
+               if d["score"] >= score_thr and d["category_id"] in index]
+        dts.sort(key=lambda d: -d["score"])
+        matched = [False] * len(objects)
+        iou_o = (mask_utils.iou(geometry(dt, dts), geometry(gt, objects), [0] * len(objects))
+                 if dts and objects else None)
+        iou_c = (mask_utils.iou(geometry(dt, dts), geometry(gt, crowds), [1] * len(crowds))
+                 if dts and crowds else None)
+        for d, det in enumerate(dts):
+            best, best_iou = -1, iou_thr
+            for g in range(len(objects)):
+                v = iou_o[d][g]
+                if not matched[g] and (v > best_iou or (v == best_iou and best < 0)):
+                    best, best_iou = g, v
+            if best >= 0:
+                matched[best] = True
+                m[index[objects[best]["category_id"]], index[det["category_id"]]] += 1
+            elif iou_c is None or not any(iou_c[d][g] >= iou_thr for g in range(len(crowds))):
+                m[K, index[det["category_id"]]] += 1
+        for g, obj in enumerate(objects):
+            if not matched[g]:
+                m[index[obj["category_id"]], K] += 1
+    return m.tolist()
 
 
 def random_mask(rng, h, w, box):

@@ -32,15 +32,26 @@ bool runOracle(const QStringList& args, QString* log) {
   return error.isEmpty();
 }
 
-eval::EvalResult evaluateFiles(const std::string& gt_path, const std::string& dt_path,
-                               IouType type) {
+eval::EvalResult evaluateFiles(const std::string& gt_path, const std::string& dt_path, IouType type,
+                               eval::ConfusionMatrix* confusion = nullptr) {
   const dataset::CocoDataset gt = dataset::loadCoco(gt_path);
   eval::EvalSet set = eval::groundTruthSet(gt, type);
   const eval::ImageSizes sizes = eval::imageSizes(gt);
   eval::LoadedResults results = eval::loadResults(dt_path, sizes, set.category_ids);
   if (type == IouType::Segm && !results.has_masks) eval::rasterizeBoxMasks(results, sizes);
   set.detections = std::move(results.detections);
+  if (confusion) *confusion = eval::confusionMatrix(set, set.detections, type);
   return eval::evaluate(set, type);
+}
+
+// The oracle's confusion matrix, row by row.
+std::vector<int64_t> expectedConfusion(const std::string& path) {
+  simdjson::dom::parser parser;
+  std::vector<int64_t> cells;
+  for (simdjson::dom::element row : parser.load(path)["confusion"]["matrix"].get_array())
+    for (int64_t v : row.get_array())
+      cells.push_back(v);
+  return cells;
 }
 
 struct Expected {
@@ -96,6 +107,51 @@ QString compare(const eval::EvalResult& r, const Expected& e) {
   return out;
 }
 
+// The metrics file's pr_curves and thresholds of one IoU type against those the oracle made
+// from pycocotools' arrays (eval_oracle.py); empty when they agree.
+QString compareAnalysis(const std::string& metrics, const char* type,
+                        const std::string& expected_path) {
+  simdjson::dom::parser ours_parser, expected_parser;
+  const simdjson::dom::element ours = ours_parser.parse(metrics)[type];
+  const simdjson::dom::element expected = expected_parser.load(expected_path);
+  QString out;
+  int categories = 0;
+  for (auto [key, curves] : expected["pr_curves"].get_object()) {
+    ++categories;
+    for (const char* iou : {"0.50", "0.75"}) {
+      std::vector<double> a, b;
+      for (double v : curves[iou].get_array())
+        b.push_back(v);
+      for (double v : ours["pr_curves"][key][iou].get_array())
+        a.push_back(v);
+      if (a.size() != 101 || maxDiff(a, b) > 1e-12)
+        out += QString("pr curve %1 @%2 differs; ").arg(std::string(key).c_str(), iou);
+    }
+    const simdjson::dom::element want = expected["thresholds"][key];
+    const simdjson::dom::element got = ours["thresholds"]["categories"][key];
+    if (want.is_null() != got.is_null()) {
+      out += QString("threshold of %1: one is null; ").arg(std::string(key).c_str());
+    } else if (!want.is_null()) {
+      for (const char* field : {"score", "precision", "recall", "f1"}) {
+        if (std::abs(static_cast<double>(want[field]) - static_cast<double>(got[field])) > 1e-12)
+          out += QString("threshold %1 of %2 differs; ").arg(field, std::string(key).c_str());
+      }
+    }
+  }
+  if (categories == 0) out += "no categories; ";
+  // The confusion matrix with background, cell by cell.
+  std::vector<int64_t> want_cells, got_cells;
+  for (simdjson::dom::element row : expected["confusion"]["matrix"].get_array())
+    for (int64_t v : row.get_array())
+      want_cells.push_back(v);
+  for (simdjson::dom::element row : ours["confusion"]["matrix"].get_array())
+    for (int64_t v : row.get_array())
+      got_cells.push_back(v);
+  if (want_cells != got_cells) out += "confusion matrix differs; ";
+  const std::size_t k = static_cast<std::size_t>(categories);
+  if (got_cells.size() != (k + 1) * (k + 1)) out += "confusion matrix is not (K+1)x(K+1); ";
+  return out;
+}
 }  // namespace
 
 class EvalTest : public QObject {
@@ -181,10 +237,21 @@ class EvalTest : public QObject {
       const QString diff = compare(r, readExpected(out.toStdString()));
       QVERIFY2(diff.isEmpty(), qPrintable(QString(type) + ": " + diff));
     }
-    // The metrics json carries both types' 12 stats.
+    // The metrics json carries both types' 12 stats, and per category the precision curves
+    // at IoU .50 and .75 and the F1-best score threshold, as pycocotools' arrays give them.
     const std::string json = eval::metricsJson(report);
     QVERIFY(json.rfind("{\"bbox\":{\"stats\":[", 0) == 0);
     QVERIFY(json.find("\"segm\":{\"stats\":[") != std::string::npos);
+    int thresholds = 0;
+    for (const char* type : {"bbox", "segm"}) {
+      const QString diff = compareAnalysis(
+          json, type, tmp.filePath(QString("subset_%1.json").arg(type)).toStdString());
+      QVERIFY2(diff.isEmpty(), qPrintable(QString(type) + ": " + diff));
+      simdjson::dom::parser parser;
+      for (auto [key, t] : parser.parse(json)[type]["thresholds"]["categories"].get_object())
+        thresholds += t.is_null() ? 0 : 1;
+    }
+    QVERIFY2(thresholds > 0, "no category has a threshold: the case tests nothing");
   }
 
   void randomSets() {
@@ -197,16 +264,21 @@ class EvalTest : public QObject {
     for (int i = 0; i < kCases; ++i) {
       const QString dir = tmp.filePath(QString("case_%1").arg(i));
       for (const char* type : {"bbox", "segm"}) {
+        eval::ConfusionMatrix confusion;
         const eval::EvalResult r =
             evaluateFiles((dir + "/gt.json").toStdString(), (dir + "/dt.json").toStdString(),
-                          std::string(type) == "bbox" ? IouType::Bbox : IouType::Segm);
-        const QString diff =
-            compare(r, readExpected((dir + QString("/expected_%1.json").arg(type)).toStdString()));
+                          std::string(type) == "bbox" ? IouType::Bbox : IouType::Segm, &confusion);
+        const std::string expected = (dir + QString("/expected_%1.json").arg(type)).toStdString();
+        const QString diff = compare(r, readExpected(expected));
         QVERIFY2(diff.isEmpty(), qPrintable(dir + " " + type + ": " + diff));
+        QVERIFY2(confusion.counts == expectedConfusion(expected),
+                 qPrintable(dir + " " + type + ": the confusion matrix differs"));
         ++compared;
       }
     }
-    qInfo("%d random evaluations equal to pycocotools", compared);
+    qInfo(
+        "%d random evaluations equal to pycocotools (and their confusion matrices to the oracle's)",
+        compared);
   }
 };
 

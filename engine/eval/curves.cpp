@@ -1,0 +1,54 @@
+#include "engine/eval/curves.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace mrcnn::eval {
+namespace {
+
+struct Slice {
+  std::size_t t, a, m;
+};
+
+// The indices of the IoU threshold `iou`, the area range "all" and the largest maxDets.
+Slice sliceAt(const EvalResult& r, double iou) {
+  Slice s{r.T, 0, r.M - 1};
+  for (std::size_t t = 0; t < r.params.iou_thresholds.size(); ++t) {
+    if (std::abs(r.params.iou_thresholds[t] - iou) < 1e-9) s.t = t;
+  }
+  if (s.t >= r.T || r.M == 0) {
+    throw std::invalid_argument("the evaluation has no IoU threshold " + std::to_string(iou));
+  }
+  for (std::size_t a = 0; a < r.params.area_labels.size(); ++a) {
+    if (r.params.area_labels[a] == "all") s.a = a;
+  }
+  return s;
+}
+
+}  // namespace
+
+std::vector<double> precisionCurve(const EvalResult& result, std::size_t k, double iou) {
+  const Slice s = sliceAt(result, iou);
+  std::vector<double> curve(result.R);
+  for (std::size_t r = 0; r < result.R; ++r)
+    curve[r] = result.precisionAt(s.t, r, k, s.a, s.m);
+  return curve;
+}
+
+std::optional<ScoreThreshold> bestF1Threshold(const EvalResult& result, std::size_t k, double iou) {
+  const Slice s = sliceAt(result, iou);
+  std::optional<ScoreThreshold> best;
+  for (std::size_t r = 0; r < result.R; ++r) {
+    const std::size_t flat =
+        (((s.t * result.R + r) * result.K + k) * result.A + s.a) * result.M + s.m;
+    const double p = result.precision[flat];
+    const double rec = result.params.recall_thresholds[r];
+    if (p <= 0 || rec <= 0) continue;  // -1: no ground truth; 0: recall not reached
+    const double f1 = 2 * p * rec / (p + rec);
+    if (!best || f1 > best->f1) best = ScoreThreshold{result.scores[flat], p, rec, f1};
+  }
+  return best;
+}
+
+}  // namespace mrcnn::eval

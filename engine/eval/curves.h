@@ -1,0 +1,34 @@
+// Per-class precision-recall curves and score thresholds, read from an evaluation's
+// accumulated arrays (pycocotools' eval['precision'] and eval['scores']): what the metrics
+// file carries for error analysis and per-class thresholds for inference.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+#include "engine/eval/coco_eval.h"
+
+namespace mrcnn::eval {
+
+// pycocotools' precision[t, :, k, area "all", largest maxDets] at the IoU threshold `iou`
+// (one of the evaluation's), over the recall thresholds: exactly its values, -1 where it has
+// -1 (a category without ground truth). Throws std::invalid_argument for an IoU the
+// evaluation does not have.
+std::vector<double> precisionCurve(const EvalResult& result, std::size_t k, double iou);
+
+struct ScoreThreshold {
+  double score = 0;      // keep detections scoring at least this
+  double precision = 0;  // pycocotools' interpolated precision at that recall
+  double recall = 0;     // the recall threshold reached
+  double f1 = 0;
+};
+
+// The point of the curve at `iou` with the largest F1 = 2PR / (P + R) (the first, that is
+// the highest score, on ties), and the score at which its recall is first reached
+// (pycocotools' eval['scores']). None for a category without ground truth or without a
+// true positive.
+std::optional<ScoreThreshold> bestF1Threshold(const EvalResult& result, std::size_t k,
+                                              double iou = 0.5);
+
+}  // namespace mrcnn::eval
