@@ -76,6 +76,9 @@ struct EvalResult {
                      std::size_t m) const {
     return precision[(((t * R + r) * K + k) * A + a) * M + m];
   }
+  double scoreAt(std::size_t t, std::size_t r, std::size_t k, std::size_t a, std::size_t m) const {
+    return scores[(((t * R + r) * K + k) * A + a) * M + m];
+  }
   double recallAt(std::size_t t, std::size_t k, std::size_t a, std::size_t m) const {
     return recall[((t * K + k) * A + a) * M + m];
   }

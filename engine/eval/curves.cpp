@@ -40,13 +40,12 @@ std::optional<ScoreThreshold> bestF1Threshold(const EvalResult& result, std::siz
   const Slice s = sliceAt(result, iou);
   std::optional<ScoreThreshold> best;
   for (std::size_t r = 0; r < result.R; ++r) {
-    const std::size_t flat =
-        (((s.t * result.R + r) * result.K + k) * result.A + s.a) * result.M + s.m;
-    const double p = result.precision[flat];
+    const double p = result.precisionAt(s.t, r, k, s.a, s.m);
     const double rec = result.params.recall_thresholds[r];
     if (p <= 0 || rec <= 0) continue;  // -1: no ground truth; 0: recall not reached
     const double f1 = 2 * p * rec / (p + rec);
-    if (!best || f1 > best->f1) best = ScoreThreshold{result.scores[flat], p, rec, f1};
+    if (!best || f1 > best->f1)
+      best = ScoreThreshold{result.scoreAt(s.t, r, k, s.a, s.m), p, rec, f1};
   }
   return best;
 }

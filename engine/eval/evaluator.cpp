@@ -75,6 +75,16 @@ void writeResult(dataset::JsonWriter& json, const EvalResult& r,
 
 }  // namespace
 
+const EvalResult& evaluateInto(EvaluationReport& report, const EvalSet& set,
+                               std::span<const Detection> detections, IouType type,
+                               const EvalParams& params) {
+  const bool bbox = type == IouType::Bbox;
+  (bbox ? report.bbox_confusion : report.segm_confusion) = confusionMatrix(set, detections, type);
+  std::optional<EvalResult>& result = bbox ? report.bbox : report.segm;
+  result = eval::evaluate(set, detections, type, params);
+  return *result;
+}
+
 CocoEvaluator::CocoEvaluator(const dataset::CocoDataset& ground_truth, bool with_masks,
                              std::vector<int64_t> images)
     : bbox_set_(groundTruthSet(ground_truth, IouType::Bbox)), with_masks_(with_masks) {
@@ -90,12 +100,8 @@ EvaluationReport CocoEvaluator::evaluate(std::vector<Detection> detections,
   for (std::size_t i = 0; i < detections.size(); ++i)
     detections[i].id = static_cast<int64_t>(i) + 1;
   EvaluationReport report;
-  report.bbox = eval::evaluate(bbox_set_, detections, IouType::Bbox, params);
-  report.bbox_confusion = confusionMatrix(bbox_set_, detections, IouType::Bbox);
-  if (with_masks_) {
-    report.segm = eval::evaluate(segm_set_, detections, IouType::Segm, params);
-    report.segm_confusion = confusionMatrix(segm_set_, detections, IouType::Segm);
-  }
+  evaluateInto(report, bbox_set_, detections, IouType::Bbox, params);
+  if (with_masks_) evaluateInto(report, segm_set_, detections, IouType::Segm, params);
   return report;
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,12 @@ struct EvaluationReport {
   std::optional<ConfusionMatrix> bbox_confusion;
   std::optional<ConfusionMatrix> segm_confusion;
 };
+
+// Evaluates `detections` against `set` as `type` and puts the result and its confusion
+// matrix into `report` (the bbox or segm entries); returns the result.
+const EvalResult& evaluateInto(EvaluationReport& report, const EvalSet& set,
+                               std::span<const Detection> detections, IouType type,
+                               const EvalParams& params = {});
 
 class CocoEvaluator {
  public:

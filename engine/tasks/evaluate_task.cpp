@@ -286,13 +286,10 @@ int runEvaluateFiles(const EvaluateFilesOptions& options, std::ostream& out, std
       // MRCNN_EVAL_THREADS caps the threads (benchmarks compare one and all cores).
       if (const char* threads = std::getenv("MRCNN_EVAL_THREADS"))
         params.threads = std::atoi(threads);
-      eval::EvalResult r = eval::evaluate(set, results.detections, iou, params);
-      // The confusion matrix is part of the evaluation (and of its time).
-      (iou == eval::IouType::Bbox ? report.bbox_confusion : report.segm_confusion) =
-          eval::confusionMatrix(set, results.detections, iou);
+      // The result and its confusion matrix, both inside the timed evaluation.
+      const eval::EvalResult& r = eval::evaluateInto(report, set, results.detections, iou, params);
       out << "Evaluate annotation type *" << name << "* (" << secondsSince(t0) << " s)\n"
           << eval::summaryText(r);
-      (iou == eval::IouType::Bbox ? report.bbox : report.segm) = std::move(r);
     }
     if (!options.metrics_out.empty()) {
       io::writeFileAtomic(options.metrics_out, eval::metricsJson(report) + "\n");
