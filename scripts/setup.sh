@@ -4,7 +4,7 @@
 # LibTorch (the torch wheel) and the test oracles (torchvision, pycocotools).
 #
 # Idempotent and quick when nothing changed: apt runs only when a package is missing,
-# pip runs only when scripts/python-requirements.txt changed since the last install.
+# pip runs only when scripts/python-requirements*.txt changed since the last install.
 #
 #   scripts/setup.sh            install what is missing
 #   MRCNN_VENV=/path scripts/setup.sh   put the environment elsewhere
@@ -13,6 +13,8 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${MRCNN_VENV:-$root/.venv}"
 requirements="$root/scripts/python-requirements.txt"
+# Oracles installed without their dependencies (plotting stacks the tests never use).
+requirements_nodeps="$root/scripts/python-requirements-nodeps.txt"
 started=$(date +%s)
 
 say() { printf '[setup] %s\n' "$*"; }
@@ -63,11 +65,12 @@ if [[ ! -x "$venv/bin/python" ]]; then
 fi
 
 stamp="$venv/.mrcnn-requirements.sha256"
-want="$(sha256sum "$requirements" | cut -d' ' -f1)"
+want="$(cat "$requirements" "$requirements_nodeps" | sha256sum | cut -d' ' -f1)"
 if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
   say "installing pinned Python packages (torch, torchvision, pycocotools); the first time downloads several GB"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check --upgrade "pip>=23.2"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$requirements"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps -r "$requirements_nodeps"
   "$venv/bin/python" - <<'PY'
 import torch, torchvision, pycocotools  # noqa: F401  (fails loudly when the install is broken)
 print(f"[setup] torch {torch.__version__} (CUDA build {torch.version.cuda}), torchvision {torchvision.__version__}")

@@ -19,15 +19,18 @@ struct ConfusionMatrix {
   // detection matched (missed); each such row adds up to the class's ground truths. Last row:
   // detections that matched no ground truth (background), by predicted class.
   std::vector<int64_t> counts;
+  // Per cell (same layout), the images behind its counts, in the set's image order: what
+  // the analysis view opens when a cell is clicked.
+  std::vector<std::vector<int64_t>> images;
 
   int64_t at(std::size_t row, std::size_t col) const {
     return counts[row * (category_ids.size() + 1) + col];
   }
 };
 
-// Per image of set.image_ids: detections scoring at least `score`, highest first (file order
-// on ties), each matched greedily to the unmatched non-crowd ground truth of any class with
-// the largest IoU, at least `iou` (the first on ties); a detection that matches none but
+// Per image of set.image_ids (groupByImage): detections scoring at least `score`, highest first
+// (file order on ties), each matched greedily to the unmatched non-crowd ground truth of any class
+// with the largest IoU, at least `iou` (the first on ties); a detection that matches none but
 // overlaps a crowd region by `iou` (pycocotools' crowd rule) is ignored, as COCOeval ignores
 // it. Boxes or masks as `type` says (masks must be set for Segm).
 ConfusionMatrix confusionMatrix(const EvalSet& set, std::span<const Detection> detections,

@@ -15,7 +15,7 @@ namespace {
 void restrict(EvalSet& set, const std::vector<int64_t>& images) {
   if (images.empty()) return;
   const std::set<int64_t> keep(images.begin(), images.end());
-  set.image_ids.assign(keep.begin(), keep.end());
+  std::erase_if(set.image_ids, [&](int64_t id) { return !keep.count(id); });  // file order stays
   std::erase_if(set.ground_truths, [&](const GroundTruth& g) { return !keep.count(g.image_id); });
 }
 
@@ -31,11 +31,46 @@ void writeConfusion(dataset::JsonWriter& json, const ConfusionMatrix& c) {
       json.value(c.at(row, col));
     json.endArray();
   }
+  json.endArray();
+  // The images behind each non-empty cell: [row, column, [image ids]].
+  json.key("images").beginArray();
+  for (std::size_t cell = 0; cell < c.images.size(); ++cell) {
+    if (c.images[cell].empty()) continue;
+    json.beginArray().value(static_cast<int64_t>(cell / n)).value(static_cast<int64_t>(cell % n));
+    json.beginArray();
+    for (int64_t id : c.images[cell])
+      json.value(id);
+    json.endArray().endArray();
+  }
+  json.endArray().endObject();
+}
+
+void writeTide(dataset::JsonWriter& json, const TideResult& t) {
+  const auto byType = [](dataset::JsonWriter& w, const auto& values) {
+    w.beginObject();
+    for (std::size_t i = 0; i < kTideErrorNames.size(); ++i)
+      w.key(kTideErrorNames[i]).value(values[i]);
+    w.endObject();
+  };
+  json.beginObject().key("iou").value(t.pos_iou).key("background_iou").value(t.background_iou);
+  json.key("max_dets").value(static_cast<int64_t>(t.max_dets)).key("ap").value(t.ap);
+  byType(json.key("main"), t.main_dap);
+  json.key("special").beginObject().key("FalsePos").value(t.false_positive_dap);
+  json.key("FalseNeg").value(t.false_negative_dap).endObject();
+  byType(json.key("counts"), t.counts);
+  json.key("images").beginArray();
+  for (std::size_t i = 0; i < std::min(t.images.size(), kTideImagesListed); ++i) {
+    json.beginObject().key("image_id").value(t.images[i].image_id);
+    json.key("errors").value(t.images[i].total);
+    byType(json.key("counts"), t.images[i].counts);
+    json.endObject();
+  }
   json.endArray().endObject();
 }
 
 void writeResult(dataset::JsonWriter& json, const EvalResult& r,
-                 const std::optional<ConfusionMatrix>& confusion) {
+                 const std::optional<ConfusionMatrix>& confusion,
+                 const std::optional<TideResult>& tide) {
   json.beginObject().key("stats").beginArray();
   for (double s : r.stats)
     json.value(s);
@@ -70,6 +105,7 @@ void writeResult(dataset::JsonWriter& json, const EvalResult& r,
   }
   json.endObject().endObject();
   if (confusion) writeConfusion(json.key("confusion"), *confusion);
+  if (tide) writeTide(json.key("tide"), *tide);
   json.endObject();
 }
 
@@ -80,6 +116,7 @@ const EvalResult& evaluateInto(EvaluationReport& report, const EvalSet& set,
                                const EvalParams& params) {
   const bool bbox = type == IouType::Bbox;
   (bbox ? report.bbox_confusion : report.segm_confusion) = confusionMatrix(set, detections, type);
+  (bbox ? report.bbox_tide : report.segm_tide) = tideErrors(set, detections, type);
   std::optional<EvalResult>& result = bbox ? report.bbox : report.segm;
   result = eval::evaluate(set, detections, type, params);
   return *result;
@@ -109,8 +146,10 @@ std::string metricsJson(const EvaluationReport& report) {
   std::ostringstream out;
   dataset::JsonWriter json(out);
   json.beginObject();
-  if (report.bbox) writeResult(json.key("bbox"), *report.bbox, report.bbox_confusion);
-  if (report.segm) writeResult(json.key("segm"), *report.segm, report.segm_confusion);
+  if (report.bbox)
+    writeResult(json.key("bbox"), *report.bbox, report.bbox_confusion, report.bbox_tide);
+  if (report.segm)
+    writeResult(json.key("segm"), *report.segm, report.segm_confusion, report.segm_tide);
   json.endObject();
   return out.str();
 }

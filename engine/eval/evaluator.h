@@ -11,6 +11,7 @@
 #include "dataset/coco/coco.h"
 #include "engine/eval/coco_eval.h"
 #include "engine/eval/confusion.h"
+#include "engine/eval/tide.h"
 
 namespace mrcnn::eval {
 
@@ -20,10 +21,16 @@ struct EvaluationReport {
   // With background, IoU 0.5 and score 0.5 (confusion.h), for the same detections.
   std::optional<ConfusionMatrix> bbox_confusion;
   std::optional<ConfusionMatrix> segm_confusion;
+  // TIDE's error breakdown at IoU 0.5 (tide.h), for the same detections.
+  std::optional<TideResult> bbox_tide;
+  std::optional<TideResult> segm_tide;
 };
 
+// How many of the images with the most TIDE errors the metrics file lists.
+inline constexpr std::size_t kTideImagesListed = 1000;
+
 // Evaluates `detections` against `set` as `type` and puts the result and its confusion
-// matrix into `report` (the bbox or segm entries); returns the result.
+// matrix and TIDE errors into `report` (the bbox or segm entries); returns the result.
 const EvalResult& evaluateInto(EvaluationReport& report, const EvalSet& set,
                                std::span<const Detection> detections, IouType type,
                                const EvalParams& params = {});
@@ -50,8 +57,11 @@ class CocoEvaluator {
 // Writes {"bbox": {"stats": [...], "per_category": {"<id>": ap}, "pr_curves": {"<id>":
 // {"0.50": [101 precisions], "0.75": [...]}}, "thresholds": {"iou": 0.5, "categories":
 // {"<id>": {"score", "precision", "recall", "f1"} or null}}, "confusion": {"categories":
-// [ids], "iou": 0.5, "score": 0.5, "matrix": [[K + 1 counts]...]}}, "segm": {...}} (curves.h,
-// confusion.h).
+// [ids], "iou": 0.5, "score": 0.5, "matrix": [[K + 1 counts]...], "images": [[row, column,
+// [image ids]]...]}, "tide": {"iou": 0.5, "background_iou": 0.1, "max_dets": 100, "ap",
+// "main": {"Cls", "Loc", "Both", "Dupe", "Bkg", "Miss"}, "special": {"FalsePos", "FalseNeg"},
+// "counts": {by type}, "images": [{"image_id", "errors", "counts": {by type}}, most errors
+// first, at most kTideImagesListed]}}, "segm": {...}} (curves.h, confusion.h, tide.h).
 std::string metricsJson(const EvaluationReport& report);
 
 }  // namespace mrcnn::eval

@@ -7,13 +7,16 @@
 
 Every case DIR/case_N/ holds gt.json, dt.json (and expected_bbox.json / expected_segm.json):
 the 12 stats, per-category AP, the precision and recall arrays, and the metrics file's
-pr_curves and F1 thresholds made from them, as pycocotools computes them in this very run.
+pr_curves and F1 thresholds made from them, as pycocotools computes them in this very run;
+and the TIDE errors as the tidecv package computes them on the same files.
 """
 import contextlib
+import importlib.util
 import io
 import json
 import os
 import sys
+import types
 
 import numpy as np
 from pycocotools import mask as mask_utils
@@ -55,14 +58,94 @@ def evaluate(gt_path, dt_path, iou_type, out_path, image_ids=None):
             best = {"score": float(e.eval["scores"][iou.index(0.5), r, k, 0, -1]),
                     "precision": float(p[r]), "recall": float(rec[r]), "f1": float(f1[r])}
         thresholds[str(cat)] = best
-    matrix = confusion(gt, dt, iou_type, e.params.imgIds)
+    matrix, cells = confusion(gt, dt, iou_type, e.params.imgIds)
+    tide = tide_errors(gt, dt, iou_type, e.params.imgIds)
     with open(out_path, "w") as f:
         json.dump({"stats": [float(s) for s in e.stats], "per_category": per_category,
-                   "confusion": {"categories": sorted(gt.getCatIds()), "matrix": matrix},
+                   "confusion": {"categories": sorted(gt.getCatIds()), "matrix": matrix,
+                                 "images": cells},
                    "precision": precision.ravel().tolist(),
                    "recall": e.eval["recall"].ravel().tolist(),
                    "shape": list(precision.shape),
-                   "pr_curves": pr_curves, "thresholds": thresholds}, f)
+                   "pr_curves": pr_curves, "thresholds": thresholds, "tide": tide}, f)
+
+
+class _Absent(types.ModuleType):
+    """Stands for a module tidecv imports only to draw (matplotlib, cv2, seaborn, ...)."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Absent(f"{self.__name__}.{name}")
+
+    def __call__(self, *args, **kwargs):
+        return self
+
+
+def load_tidecv():
+    """tidecv's computing classes. It is installed without its plotting dependencies
+    (scripts/python-requirements-nodeps.txt); those it imports at load time are stood in for
+    by empty modules. Its TIDERun is what TIDE.evaluate() runs, without the plotter."""
+    absent = [top for top in ("cv2", "matplotlib", "pandas", "seaborn", "appdirs")
+              if top not in sys.modules and importlib.util.find_spec(top) is None]
+    for name in ("cv2", "matplotlib", "matplotlib.pyplot", "matplotlib.lines", "pandas",
+                 "seaborn", "appdirs"):
+        if name.split(".")[0] in absent:
+            sys.modules[name] = _Absent(name)
+    from tidecv.ap import ClassedAPDataObject
+    from tidecv.data import Data
+    from tidecv.quantify import TIDERun
+
+    # tidecv divides by zero where no class has ground truth or detections (e.g. once every
+    # detection of an image set without objects is dropped as a background error); the
+    # metrics file calls that mAP 0.
+    if not getattr(ClassedAPDataObject, "_zero_when_empty", False):
+        mean = ClassedAPDataObject.get_mAP
+
+        def get_map(self):
+            try:
+                return mean(self)
+            except ZeroDivisionError:
+                return 0.0
+        ClassedAPDataObject.get_mAP = get_map
+        ClassedAPDataObject._zero_when_empty = True
+    return Data, TIDERun
+
+
+def tide_errors(gt, dt, iou_type, image_ids, pos=0.5, bg=0.1):
+    """TIDE's main and special dAP, error counts and errors per image, from tidecv on the
+    ground truth and results as pycocotools loaded them (boxes of mask-only results from
+    loadRes), in file order, on the evaluated images; categories outside the ground truth
+    take no part (the metrics file's rule)."""
+    Data, TIDERun = load_tidecv()
+    mode = "bbox" if iou_type == "bbox" else "mask"
+    cats = set(gt.getCatIds())
+    ids = set(image_ids)
+    g, p = Data("gt", max_dets=100), Data("dt")
+    for img in gt.dataset["images"]:
+        if img["id"] in ids:
+            g.add_image(img["id"], img["file_name"])
+    for c in gt.dataset["categories"]:
+        g.add_class(c["id"], c["name"])
+    for a in gt.dataset["annotations"]:
+        if a["image_id"] not in ids or a["category_id"] not in cats:
+            continue
+        add = g.add_ignore_region if a["iscrowd"] else g.add_ground_truth
+        add(a["image_id"], a["category_id"], a["bbox"], gt.annToRLE(a) if mode == "mask" else None)
+    for d in dt.dataset["annotations"]:
+        if d["category_id"] in cats and d["image_id"] in ids:
+            p.add_detection(d["image_id"], d["category_id"], d["score"], d["bbox"],
+                            d.get("segmentation") if mode == "mask" else None)
+    run = TIDERun(g, p, pos, bg, mode, g.max_dets, True)
+    main = {e.short_name: float(v) for e, v in run.fix_main_errors().items()}
+    special = {e.short_name: float(v) for e, v in run.fix_special_errors().items()}
+    ap = float(run.ap)
+    counts = {e.short_name: int(v) for e, v in run.count_errors().items()}
+    per_image = {}
+    for error in run.errors:
+        owner = error.pred if hasattr(error, "pred") else error.gt
+        per_image[str(owner["image"])] = per_image.get(str(owner["image"]), 0) + 1
+    return {"ap": ap, "main": main, "special": special, "counts": counts, "images": per_image}
 
 
 def confusion(gt, dt, iou_type, image_ids, iou_thr=0.5, score_thr=0.5):
@@ -71,11 +154,16 @@ def confusion(gt, dt, iou_type, image_ids, iou_thr=0.5, score_thr=0.5):
     order on ties), each to the unmatched non-crowd ground truth of any class with the
     largest IoU >= iou_thr (the first on ties); else ignored if it overlaps a crowd region by
     iou_thr, else background. Rows: ground-truth class (+ background), columns: predicted
-    class (+ missed)."""
+    class (+ missed). Also the images behind each non-empty cell: [[row, col, [ids]]...]."""
     cats = sorted(gt.getCatIds())
     index = {c: i for i, c in enumerate(cats)}
     K = len(cats)
     m = np.zeros((K + 1, K + 1), dtype=np.int64)
+    images = {}
+
+    def count(row, col, img):
+        m[row, col] += 1
+        images.setdefault((row, col), set()).add(img)
 
     def geometry(coco, anns):
         if iou_type == "bbox":
@@ -102,13 +190,14 @@ def confusion(gt, dt, iou_type, image_ids, iou_thr=0.5, score_thr=0.5):
                     best, best_iou = g, v
             if best >= 0:
                 matched[best] = True
-                m[index[objects[best]["category_id"]], index[det["category_id"]]] += 1
+                count(index[objects[best]["category_id"]], index[det["category_id"]], img)
             elif iou_c is None or not any(iou_c[d][g] >= iou_thr for g in range(len(crowds))):
-                m[K, index[det["category_id"]]] += 1
+                count(K, index[det["category_id"]], img)
         for g, obj in enumerate(objects):
             if not matched[g]:
-                m[index[obj["category_id"]], K] += 1
-    return m.tolist()
+                count(index[obj["category_id"]], K, img)
+    cells = [[int(r), int(c), sorted(int(i) for i in ids)] for (r, c), ids in sorted(images.items())]
+    return m.tolist(), cells
 
 
 def random_mask(rng, h, w, box):

@@ -9,11 +9,13 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "dataset/coco/coco.h"
 #include "engine/eval/coco_eval.h"
 #include "engine/eval/evaluator.h"
 #include "engine/eval/results_json.h"
+#include "engine/eval/tide.h"
 #include "tests/common/reference_script.h"
 
 using namespace mrcnn;
@@ -33,7 +35,8 @@ bool runOracle(const QStringList& args, QString* log) {
 }
 
 eval::EvalResult evaluateFiles(const std::string& gt_path, const std::string& dt_path, IouType type,
-                               eval::ConfusionMatrix* confusion = nullptr) {
+                               eval::ConfusionMatrix* confusion = nullptr,
+                               eval::TideResult* tide = nullptr) {
   const dataset::CocoDataset gt = dataset::loadCoco(gt_path);
   eval::EvalSet set = eval::groundTruthSet(gt, type);
   const eval::ImageSizes sizes = eval::imageSizes(gt);
@@ -41,6 +44,7 @@ eval::EvalResult evaluateFiles(const std::string& gt_path, const std::string& dt
   if (type == IouType::Segm && !results.has_masks) eval::rasterizeBoxMasks(results, sizes);
   set.detections = std::move(results.detections);
   if (confusion) *confusion = eval::confusionMatrix(set, set.detections, type);
+  if (tide) *tide = eval::tideErrors(set, set.detections, type);
   return eval::evaluate(set, type);
 }
 
@@ -107,6 +111,62 @@ QString compare(const eval::EvalResult& r, const Expected& e) {
   return out;
 }
 
+// The images behind each confusion cell, from a metrics file's or the oracle's
+// [[row, col, [ids]]...] or from a matrix.
+using CellImages = std::map<std::pair<int64_t, int64_t>, std::set<int64_t>>;
+CellImages cellImages(simdjson::dom::element list) {
+  CellImages cells;
+  for (simdjson::dom::element entry : list.get_array()) {
+    std::set<int64_t>& ids = cells[{int64_t(entry.at(0)), int64_t(entry.at(1))}];
+    for (int64_t id : entry.at(2).get_array())
+      ids.insert(id);
+  }
+  return cells;
+}
+CellImages cellImages(const eval::ConfusionMatrix& m) {
+  CellImages cells;
+  const std::size_t n = m.category_ids.size() + 1;
+  for (std::size_t cell = 0; cell < m.images.size(); ++cell) {
+    if (m.images[cell].empty()) continue;
+    cells[{int64_t(cell / n), int64_t(cell % n)}].insert(m.images[cell].begin(),
+                                                         m.images[cell].end());
+  }
+  return cells;
+}
+
+// TIDE's errors against tidecv's (eval_oracle.py): AP, main and special dAP to 1e-9 AP
+// points, error counts and errors per image exactly; empty when they agree.
+QString compareTide(const eval::TideResult& t, const std::string& expected_path) {
+  simdjson::dom::parser parser;
+  const simdjson::dom::element want = parser.load(expected_path)["tide"];
+  QString out;
+  const auto near = [](double a, double b) { return std::abs(a - b) <= 1e-9; };
+  if (!near(t.ap, want["ap"]))
+    out += QString("AP %1 vs tidecv %2; ").arg(t.ap).arg(double(want["ap"]));
+  for (std::size_t i = 0; i < eval::kTideErrorNames.size(); ++i) {
+    const std::string_view name = eval::kTideErrorNames[i];
+    const double dap = want["main"][name];
+    if (!near(t.main_dap[i], dap))
+      out += QString("%1 dAP %2 vs tidecv %3; ").arg(name.data()).arg(t.main_dap[i]).arg(dap);
+    if (t.counts[i] != int64_t(want["counts"][name]))
+      out += QString("%1 count %2 vs tidecv %3; ")
+                 .arg(name.data())
+                 .arg(t.counts[i])
+                 .arg(int64_t(want["counts"][name]));
+  }
+  if (!near(t.false_positive_dap, want["special"]["FalsePos"])) out += "FalsePos differs; ";
+  if (!near(t.false_negative_dap, want["special"]["FalseNeg"])) out += "FalseNeg differs; ";
+  std::map<int64_t, int64_t> ours, theirs;
+  for (const eval::TideImage& image : t.images)
+    ours[image.image_id] = image.total;
+  for (auto [key, n] : want["images"].get_object())
+    theirs[std::stoll(std::string(key))] = int64_t(n);
+  if (ours != theirs) out += "errors per image differ; ";
+  for (std::size_t i = 1; i < t.images.size(); ++i)
+    if (t.images[i - 1].total < t.images[i].total) out += "images not sorted by errors; ";
+  return out;
+}
+
 // The metrics file's pr_curves and thresholds of one IoU type against those the oracle made
 // from pycocotools' arrays (eval_oracle.py); empty when they agree.
 QString compareAnalysis(const std::string& metrics, const char* type,
@@ -148,6 +208,9 @@ QString compareAnalysis(const std::string& metrics, const char* type,
     for (int64_t v : row.get_array())
       got_cells.push_back(v);
   if (want_cells != got_cells) out += "confusion matrix differs; ";
+  // The images behind each cell (ours in file order, the oracle's sorted).
+  if (cellImages(expected["confusion"]["images"]) != cellImages(ours["confusion"]["images"]))
+    out += "images behind the confusion cells differ; ";
   const std::size_t k = static_cast<std::size_t>(categories);
   if (got_cells.size() != (k + 1) * (k + 1)) out += "confusion matrix is not (K+1)x(K+1); ";
   return out;
@@ -165,7 +228,9 @@ class EvalTest : public QObject {
 
   void publishedBboxCase() {
     const std::string dir = (sharedDir() + "/data/coco_eval_bbox/").toStdString();
-    const eval::EvalResult r = evaluateFiles(dir + "gt.json", dir + "dt.json", IouType::Bbox);
+    eval::TideResult tide;
+    const eval::EvalResult r =
+        evaluateFiles(dir + "gt.json", dir + "dt.json", IouType::Bbox, nullptr, &tide);
     // The published numbers (6 decimals).
     const double published[12] = {0.503647, 0.696973, 0.571667, 0.593252, 0.557991, 0.489363,
                                   0.386813, 0.593680, 0.595353, 0.654764, 0.603130, 0.553744};
@@ -182,6 +247,10 @@ class EvalTest : public QObject {
              qPrintable(log));
     const QString diff = compare(r, readExpected(out.toStdString()));
     QVERIFY2(diff.isEmpty(), qPrintable(diff));
+    // TIDE's errors of these real detections, as tidecv gives them.
+    const QString tide_diff = compareTide(tide, out.toStdString());
+    QVERIFY2(tide_diff.isEmpty(), qPrintable(tide_diff));
+    QVERIFY(tide.counts[0] + tide.counts[5] > 10);  // the case has class errors and misses
     QVERIFY(
         eval::summaryText(r).find(
             " Average Precision  (AP) @[ IoU=0.50:0.95 | area=   all | maxDets=100 ] = 0.504\n") !=
@@ -194,11 +263,13 @@ class EvalTest : public QObject {
     const QString gt = sharedDir() + "/data/tinycoco/annotations/instances_train2017.json";
     QVERIFY2(runOracle({"tinycoco", gt, "11", tmp.path()}, &log), qPrintable(log));
     for (const char* type : {"bbox", "segm"}) {
-      const eval::EvalResult r =
-          evaluateFiles(gt.toStdString(), tmp.filePath("dt.json").toStdString(),
-                        std::string(type) == "bbox" ? IouType::Bbox : IouType::Segm);
-      const QString diff = compare(
-          r, readExpected(tmp.filePath(QString("expected_%1.json").arg(type)).toStdString()));
+      eval::TideResult tide;
+      const eval::EvalResult r = evaluateFiles(
+          gt.toStdString(), tmp.filePath("dt.json").toStdString(),
+          std::string(type) == "bbox" ? IouType::Bbox : IouType::Segm, nullptr, &tide);
+      const std::string expected =
+          tmp.filePath(QString("expected_%1.json").arg(type)).toStdString();
+      const QString diff = compare(r, readExpected(expected)) + compareTide(tide, expected);
       QVERIFY2(diff.isEmpty(), qPrintable(QString(type) + ": " + diff));
       QVERIFY(r.stats[0] > 0.05);  // the made-up detections do overlap their objects
     }
@@ -233,8 +304,11 @@ class EvalTest : public QObject {
       QVERIFY2(
           runOracle({"evaluate", gt_path, tmp.filePath("dt.json"), type, out, ids.join(",")}, &log),
           qPrintable(log));
-      const eval::EvalResult& r = std::string(type) == "bbox" ? *report.bbox : *report.segm;
-      const QString diff = compare(r, readExpected(out.toStdString()));
+      const bool bbox = std::string(type) == "bbox";
+      const eval::EvalResult& r = bbox ? *report.bbox : *report.segm;
+      const QString diff =
+          compare(r, readExpected(out.toStdString())) +
+          compareTide(bbox ? *report.bbox_tide : *report.segm_tide, out.toStdString());
       QVERIFY2(diff.isEmpty(), qPrintable(QString(type) + ": " + diff));
     }
     // The metrics json carries both types' 12 stats, and per category the precision curves
@@ -242,6 +316,7 @@ class EvalTest : public QObject {
     const std::string json = eval::metricsJson(report);
     QVERIFY(json.rfind("{\"bbox\":{\"stats\":[", 0) == 0);
     QVERIFY(json.find("\"segm\":{\"stats\":[") != std::string::npos);
+    QVERIFY(json.find("\"tide\":{\"iou\":0.5,\"background_iou\":0.1,") != std::string::npos);
     int thresholds = 0;
     for (const char* type : {"bbox", "segm"}) {
       const QString diff = compareAnalysis(
@@ -265,19 +340,24 @@ class EvalTest : public QObject {
       const QString dir = tmp.filePath(QString("case_%1").arg(i));
       for (const char* type : {"bbox", "segm"}) {
         eval::ConfusionMatrix confusion;
-        const eval::EvalResult r =
-            evaluateFiles((dir + "/gt.json").toStdString(), (dir + "/dt.json").toStdString(),
-                          std::string(type) == "bbox" ? IouType::Bbox : IouType::Segm, &confusion);
+        eval::TideResult tide;
+        const eval::EvalResult r = evaluateFiles(
+            (dir + "/gt.json").toStdString(), (dir + "/dt.json").toStdString(),
+            std::string(type) == "bbox" ? IouType::Bbox : IouType::Segm, &confusion, &tide);
         const std::string expected = (dir + QString("/expected_%1.json").arg(type)).toStdString();
-        const QString diff = compare(r, readExpected(expected));
+        const QString diff = compare(r, readExpected(expected)) + compareTide(tide, expected);
         QVERIFY2(diff.isEmpty(), qPrintable(dir + " " + type + ": " + diff));
         QVERIFY2(confusion.counts == expectedConfusion(expected),
                  qPrintable(dir + " " + type + ": the confusion matrix differs"));
+        simdjson::dom::parser parser;
+        QVERIFY2(cellImages(confusion) == cellImages(parser.load(expected)["confusion"]["images"]),
+                 qPrintable(dir + " " + type + ": the images behind the confusion cells differ"));
         ++compared;
       }
     }
     qInfo(
-        "%d random evaluations equal to pycocotools (and their confusion matrices to the oracle's)",
+        "%d random evaluations equal to pycocotools (confusion matrices to the oracle's, TIDE to "
+        "tidecv's)",
         compared);
   }
 };
