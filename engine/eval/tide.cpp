@@ -1,6 +1,7 @@
 #include "engine/eval/tide.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <unordered_map>
 
@@ -278,6 +279,21 @@ TideResult tideErrors(const EvalSet& set, std::span<const Detection> detections,
   std::stable_sort(result.images.begin(), result.images.end(),
                    [](const TideImage& a, const TideImage& b) { return a.total > b.total; });
   return result;
+}
+
+std::string tideSummaryText(const TideResult& t) {
+  std::string out;
+  char cell[64];
+  std::snprintf(cell, sizeof cell, "TIDE errors at IoU %.2f (AP %.2f), dAP:", t.pos_iou, t.ap);
+  out += cell;
+  for (std::size_t i = 0; i < kTideErrorNames.size(); ++i) {
+    std::snprintf(cell, sizeof cell, "  %s %.2f", std::string(kTideErrorNames[i]).c_str(),
+                  t.main_dap[i]);
+    out += cell;
+  }
+  std::snprintf(cell, sizeof cell, "\n  special dAP:  FalsePos %.2f  FalseNeg %.2f\n",
+                t.false_positive_dap, t.false_negative_dap);
+  return out + cell;
 }
 
 }  // namespace mrcnn::eval

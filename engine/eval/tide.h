@@ -26,6 +26,7 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -60,5 +61,12 @@ struct TideResult {
 // Images are visited in set.image_ids' order, which breaks ties between images.
 TideResult tideErrors(const EvalSet& set, std::span<const Detection> detections, IouType type,
                       double pos_iou = 0.5, double background_iou = 0.1, int max_dets = 100);
+
+}  // namespace mrcnn::eval
+
+namespace mrcnn::eval {
+
+// Two table lines as TIDE prints them: the main errors' dAP, then the special ones.
+std::string tideSummaryText(const TideResult& t);
 
 }  // namespace mrcnn::eval

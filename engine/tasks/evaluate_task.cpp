@@ -286,10 +286,12 @@ int runEvaluateFiles(const EvaluateFilesOptions& options, std::ostream& out, std
       // MRCNN_EVAL_THREADS caps the threads (benchmarks compare one and all cores).
       if (const char* threads = std::getenv("MRCNN_EVAL_THREADS"))
         params.threads = std::atoi(threads);
-      // The result and its confusion matrix, both inside the timed evaluation.
+      // The result with its error analysis (confusion matrix, TIDE), inside the timed evaluation.
       const eval::EvalResult& r = eval::evaluateInto(report, set, results.detections, iou, params);
       out << "Evaluate annotation type *" << name << "* (" << secondsSince(t0) << " s)\n"
-          << eval::summaryText(r);
+          << eval::summaryText(r)
+          << eval::tideSummaryText(iou == eval::IouType::Bbox ? *report.bbox_tide
+                                                              : *report.segm_tide);
     }
     if (!options.metrics_out.empty()) {
       io::writeFileAtomic(options.metrics_out, eval::metricsJson(report) + "\n");
