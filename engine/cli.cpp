@@ -17,6 +17,7 @@ constexpr const char* kUsage =
     "usage: mrcnn-engine --spec SPEC [--task TASK] [--run-dir DIR] [--set path.to.field=value]...\n"
     "       mrcnn-engine --spec SPEC --task inference [--images FILE_OR_DIR] [--out DIR]\n"
     "                    [--checkpoint FILE] [--overlay-threshold SCORE]\n"
+    "                    [--thresholds METRICS_OR_THRESHOLDS.json]\n"
     "                    [--backend libtorch|openvino] [--onnx MODEL.onnx]\n"
     "                    (default images: the spec's validation images)\n"
     "       mrcnn-engine --spec SPEC --task evaluate [--run-dir DIR] [--checkpoint FILE]\n"
@@ -60,6 +61,7 @@ const std::set<std::string> kValueOptions = {"--spec",
                                              "--out",
                                              "--checkpoint",
                                              "--overlay-threshold",
+                                             "--thresholds",
                                              "--mode",
                                              "--steps",
                                              "--opset",
@@ -224,6 +226,7 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
     inference.events = true;
     inference.backend = backend;
     inference.onnx = get("--onnx");
+    inference.thresholds = get("--thresholds");
     if (values.count("--overlay-threshold")) {
       try {
         size_t used = 0;

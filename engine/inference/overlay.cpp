@@ -54,8 +54,13 @@ void drawOverlay(cv::Mat& image, const std::vector<OverlayInstance>& instances,
     const cv::Point p2(static_cast<int>(std::lround(in.x2)), static_cast<int>(std::lround(in.y2)));
     cv::rectangle(image, p1, p2, colour, thickness, cv::LINE_AA);
 
-    char score[16];
-    std::snprintf(score, sizeof score, " %.2f", static_cast<double>(in.score));
+    char score[32];
+    if (in.threshold >= 0) {
+      std::snprintf(score, sizeof score, " %.2f >=%.2f", static_cast<double>(in.score),
+                    static_cast<double>(in.threshold));
+    } else {
+      std::snprintf(score, sizeof score, " %.2f", static_cast<double>(in.score));
+    }
     const std::string label = in.name + score;
     int baseline = 0;
     const cv::Size size =

@@ -1,5 +1,6 @@
 // Overlay images: an image with its detections drawn on it (masks tinted in a colour per
-// category, box outlines, "name score" labels), as the inference task writes them.
+// category, box outlines, "name score" labels, ">=t" after when a class threshold is in force), as
+// the inference task writes them.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,7 @@ struct OverlayInstance {
   int64_t category_id = 0;
   std::string name;
   const uint8_t* mask = nullptr;  // [height, width] 0/1, row-major; null: no mask
+  float threshold = -1;           // >= 0: the class threshold in force, shown in the label
 };
 
 // A colour for a category: distinct hues for consecutive ids (golden-angle steps), BGR.

@@ -2,9 +2,10 @@
 // images (by default the spec's validation images); writes OUT/results.json (COCO results: one
 // object per detection with image_id, file_name, category_id, bbox [x, y, w, h], score and a
 // compressed-RLE segmentation), OUT/categories.json and an overlay image per input
-// (OUT/<stem>.png). As the inference task it speaks the events (start, progress per batch of
-// images, a warning per unreadable image, done); run by another task (the train task's
-// overlays) it prints lines of text.
+// (OUT/<stem>.png). With --thresholds, detections below their class's threshold are dropped
+// and the threshold in force is written beside each result, category and overlay label. As the
+// inference task it speaks the events (start, progress per batch of images, a warning per
+// unreadable image, done); run by another task (the train task's overlays) it prints lines of text.
 #include <ATen/ATen.h>
 #include <torch/torch.h>
 
@@ -22,6 +23,7 @@
 #include "dataset/coco/coco.h"
 #include "dataset/json_writer.h"
 #include "dataset/rle.h"
+#include "engine/eval/class_thresholds.h"
 #include "engine/exit_codes.h"
 #include "engine/export/onnx_export.h"
 #include "engine/inference/coco_results.h"
@@ -52,12 +54,13 @@ class ResultWriter {
  public:
   ResultWriter(dataset::JsonWriter& json, const std::vector<Category>& categories,
                const std::map<std::string, int64_t>& image_ids, fs::path out_dir,
-               double overlay_threshold)
+               double overlay_threshold, const eval::ClassThresholds& thresholds)
       : json_(json),
         categories_(categories),
         image_ids_(image_ids),
         out_dir_(std::move(out_dir)),
-        overlay_threshold_(overlay_threshold) {
+        overlay_threshold_(overlay_threshold),
+        thresholds_(thresholds) {
     for (const Category& c : categories_)
       category_ids_.push_back(c.id);
   }
@@ -72,6 +75,13 @@ class ResultWriter {
     std::vector<OverlayInstance> overlay;
     for (size_t k = 0; k < instances.size(); ++k) {
       const CocoInstance& ci = instances[k];
+      // The class's threshold, where one is in force, decides what is kept and drawn.
+      const auto threshold = thresholds_.score.find(ci.category_id);
+      const bool has_threshold = threshold != thresholds_.score.end();
+      if (has_threshold && ci.score < threshold->second) {
+        ++dropped_;
+        continue;
+      }
       json_.beginObject();
       json_.key("image_id").value(image_id);
       json_.key("file_name").value(relative.generic_string());
@@ -81,6 +91,7 @@ class ResultWriter {
         json_.value(v);
       json_.endArray();
       json_.key("score").value(ci.score);
+      if (has_threshold) json_.key("threshold").value(threshold->second);
       if (ci.mask) {
         json_.key("segmentation").beginObject();
         json_.key("size").beginArray().value(ci.mask->h).value(ci.mask->w).endArray();
@@ -89,7 +100,7 @@ class ResultWriter {
       }
       json_.endObject();
       ++detections_;
-      if (ci.score >= overlay_threshold_) {
+      if (has_threshold || ci.score >= overlay_threshold_) {
         const auto& name = categories_.at(static_cast<size_t>(ci.label)).name;
         overlay.push_back({static_cast<float>(ci.bbox[0]), static_cast<float>(ci.bbox[1]),
                            static_cast<float>(ci.bbox[0] + ci.bbox[2]),
@@ -97,7 +108,8 @@ class ResultWriter {
                            static_cast<float>(ci.score), ci.category_id, name,
                            result.masks.defined()
                                ? result.masks[static_cast<int64_t>(k)].data_ptr<uint8_t>()
-                               : nullptr});
+                               : nullptr,
+                           has_threshold ? static_cast<float>(threshold->second) : -1.0f});
       }
     }
     cv::Mat drawn = image.original.clone();
@@ -114,6 +126,7 @@ class ResultWriter {
   }
 
   int64_t detections() const { return detections_; }
+  int64_t dropped() const { return dropped_; }  // below their class's threshold
 
  private:
   dataset::JsonWriter& json_;
@@ -121,9 +134,11 @@ class ResultWriter {
   const std::map<std::string, int64_t>& image_ids_;
   fs::path out_dir_;
   double overlay_threshold_;
+  const eval::ClassThresholds& thresholds_;
   std::vector<int64_t> category_ids_;
   int64_t next_id_ = 1;
   int64_t detections_ = 0;
+  int64_t dropped_ = 0;
 };
 
 // The task once its reporting is set up: every outcome is reported through `report`.
@@ -167,6 +182,14 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
         std::string(from_spec ? "data_config.val_image_dir: " : "--images: ") + e.what(),
         kExitBadData);
   }
+  eval::ClassThresholds thresholds;
+  if (!inference.thresholds.empty()) {
+    try {
+      thresholds = eval::loadClassThresholds(inference.thresholds);
+    } catch (const std::exception& e) {
+      return report.fail("bad_thresholds", std::string("--thresholds: ") + e.what(), kExitBadData);
+    }
+  }
   report.write(train::startEvent("inference", options.spec_path.string(),
                                  has_run_dir ? run_dir.string() : std::string(), device.name, 1,
                                  images.size(), 0, MRCNN_VERSION));
@@ -202,6 +225,25 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
   } catch (const std::exception& e) {
     return report.fail("bad_dataset", std::string("categories: ") + e.what(), kExitBadData);
   }
+  if (!inference.thresholds.empty()) {
+    std::string listed;
+    for (const auto& [id, score] : thresholds.score) {
+      const auto known = std::find_if(categories.begin() + 1, categories.end(),
+                                      [&](const Category& c) { return c.id == id; });
+      if (known == categories.end()) {
+        report.warn("unknown_category", inference.thresholds.string() + ": category " +
+                                            std::to_string(id) +
+                                            " is not one of the model's: its threshold is unused");
+        continue;
+      }
+      char item[96];
+      std::snprintf(item, sizeof item, "%s%s >= %.3f", listed.empty() ? "" : ", ",
+                    known->name.c_str(), score);
+      listed += item;
+    }
+    report.log("per-class thresholds from " + thresholds.source + ": " +
+               (listed.empty() ? std::string("none for this model's classes") : listed));
+  }
   const auto relativeName = [&](const fs::path& path) {
     return fs::is_directory(source) ? path.lexically_relative(source) : path.filename();
   };
@@ -226,7 +268,8 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
   std::ostringstream results;
   dataset::JsonWriter json(results);
   json.beginArray();
-  ResultWriter writer{json, categories, image_ids, out_dir, inference.overlay_threshold};
+  ResultWriter writer{json,      categories, image_ids, out_dir, inference.overlay_threshold,
+                      thresholds};
   const size_t batch_size = std::max<uint32_t>(1, s.eval_batch_size());
   const auto started = std::chrono::steady_clock::now();
   const auto seconds = [&] {
@@ -258,8 +301,11 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
         if (!report.events()) {
           out << "[" << first + i + 1 << "/" << images.size() << "] "
               << relativeName(image.input.path).generic_string() << ": "
-              << image.detections.boxes.size(0) << " detections, " << drawn
-              << " drawn (score >= " << inference.overlay_threshold << ")\n";
+              << image.detections.boxes.size(0) << " detections, " << drawn << " drawn ("
+              << (thresholds.score.empty()
+                      ? "score >= " + std::to_string(inference.overlay_threshold)
+                      : std::string("per-class thresholds"))
+              << ")\n";
         }
       }
       done = std::min(images.size(), first + batch_size);
@@ -282,6 +328,8 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
   cj.beginArray();
   for (size_t l = 1; l < categories.size(); ++l) {
     cj.beginObject().key("id").value(categories[l].id).key("name").value(categories[l].name);
+    if (const auto t = thresholds.score.find(categories[l].id); t != thresholds.score.end())
+      cj.key("threshold").value(t->second);
     cj.endObject();
   }
   cj.endArray();
@@ -305,8 +353,11 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
   if (status == "stopped") summary << " of " << images.size() << ", stopped on request";
   char took[32];
   std::snprintf(took, sizeof took, "%.1f", seconds());
-  summary << ", " << detections << " detections in " << took << " s (" << backend->description()
-          << "); results " << results_path.string() << "; overlays in " << out_dir.string();
+  summary << ", " << detections << " detections";
+  if (!thresholds.score.empty())
+    summary << " (" << writer.dropped() << " more below their class's threshold dropped)";
+  summary << " in " << took << " s (" << backend->description() << "); results "
+          << results_path.string() << "; overlays in " << out_dir.string();
   if (report.events()) {
     report.write(train::doneEvent(status, summary.str(), report.elapsed()));
   } else {

@@ -31,6 +31,10 @@ struct InferenceOptions {
   std::filesystem::path images;
   std::filesystem::path out;       // empty: <run dir>/inference
   double overlay_threshold = 0.5;  // detections drawn on the overlays score at least this
+  // Per-class score thresholds (eval/class_thresholds.h): detections of a class listed there
+  // scoring below its threshold are dropped from results and overlays; the rest of a listed
+  // class are all drawn, each result carries its class's threshold. Empty: none.
+  std::filesystem::path thresholds;
   // What runs the model: "libtorch" (the engine's model) or "openvino" (OpenVINO's runtime
   // on the exported ONNX: `onnx`, or the weights exported on the fly into
   // <run dir>/openvino/<weights stem>.onnx).

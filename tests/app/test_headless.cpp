@@ -274,9 +274,9 @@ class HeadlessTest : public QObject {
   // one of each at the end.
   void zeroEvaluatesAndSavesOnlyAtTheEnd() {
     QTemporaryDir dir;
-    const Run r = engine(engineArgs({"--set", "total_steps=3", "--set", "num_steps_per_eval=0",
-                                     "--set", "save_checkpoints_steps=0", "--run-dir",
-                                     dir.filePath("run")}));
+    const Run r =
+        engine(engineArgs({"--set", "total_steps=3", "--set", "num_steps_per_eval=0", "--set",
+                           "save_checkpoints_steps=0", "--run-dir", dir.filePath("run")}));
     QVERIFY2(r.code == 0, qPrintable(r.out + r.err));
     QString bad;
     const auto events = eventsOf(r.out.toUtf8(), &bad);
@@ -569,6 +569,86 @@ class HeadlessTest : public QObject {
                                 " has no validation image folder to default to (looked for "
                                 "data_config.val_image_dir and data_config.shapes_dataset"),
              qPrintable(usage.err));
+  }
+
+  // --thresholds: per class, only detections at or above the class's threshold are kept
+  // (results and overlays), each with the threshold in force; classes without one keep all;
+  // a metrics file's F1-best section is read as well; a bad file is named with its place.
+  void inferenceKeepsEachClassAtOrAboveItsThreshold() {
+    const TrainedRun& t = trained();
+    QVERIFY2(t.first.code == 0, qPrintable(t.first.err));
+    const QJsonArray all =  // the run's unfiltered inference (the test above)
+        QJsonDocument::fromJson(readFile(t.run + "inference/results.json")).array();
+    QVERIFY2(all.size() > 1, "no detections to filter");
+    // Thresholds: the first class seen at the median of its scores, 999 (no such class).
+    const int category = all[0]["category_id"].toInt();
+    std::vector<double> scores;
+    for (const QJsonValue& d : all)
+      if (d["category_id"].toInt() == category) scores.push_back(d["score"].toDouble());
+    std::sort(scores.begin(), scores.end());
+    const double threshold = scores[scores.size() / 2];
+    QTemporaryDir dir;
+    const QString file =
+        writeFile(dir, "thresholds.json",
+                  QString(R"({"iou": 0.5, "categories": {"%1": {"score": %2}, "999": 0.5}})")
+                      .arg(category)
+                      .arg(threshold, 0, 'g', 17)
+                      .toUtf8());
+    const QString out = dir.filePath("out");
+    const Run r = engine(engineArgs({"--task", "inference", "--thresholds", file, "--out", out}));
+    QVERIFY2(r.code == 0, qPrintable(r.out + r.err));
+    QString bad;
+    const auto events = eventsOf(r.out.toUtf8(), &bad);
+    bool logged = false, warned = false;
+    for (const auto& e : events) {
+      logged |= e.type() == "log" &&
+                QString::fromStdString(e.text()).startsWith("per-class thresholds from " + file);
+      warned |= e.type() == "warning" && e.code() == "unknown_category";
+    }
+    QVERIFY(logged && warned);
+    QJsonArray expected;
+    for (const QJsonValue& d : all)
+      if (d["category_id"].toInt() != category || d["score"].toDouble() >= threshold)
+        expected.append(d);
+    const QJsonArray kept = QJsonDocument::fromJson(readFile(out + "/results.json")).array();
+    QCOMPARE(kept.size(), expected.size());
+    QVERIFY(kept.size() < all.size());  // the median dropped some
+    for (qsizetype i = 0; i < kept.size(); ++i) {
+      const QJsonObject got = kept[i].toObject();
+      QCOMPARE(got["score"].toDouble(), expected[i].toObject()["score"].toDouble());
+      const bool thresholded = got["category_id"].toInt() == category;
+      QCOMPARE(got.contains("threshold"), thresholded);
+      if (thresholded) QCOMPARE(got["threshold"].toDouble(), threshold);
+    }
+    bool listed = false;
+    for (const QJsonValue& c : QJsonDocument::fromJson(readFile(out + "/categories.json")).array())
+      listed |= c["id"].toInt() == category && c["threshold"].toDouble() == threshold;
+    QVERIFY(listed);
+    QVERIFY2(QString::fromStdString(events.back().summary())
+                 .contains(" below their class's threshold dropped"),
+             events.back().summary().c_str());
+
+    // The run's metrics file as the thresholds: its segm section is read.
+    const Run metrics =
+        engine(engineArgs({"--task", "inference", "--thresholds", t.run + "eval/step-4.json",
+                           "--out", dir.filePath("out2")}));
+    QVERIFY2(metrics.code == 0, qPrintable(metrics.out + metrics.err));
+    QVERIFY2(metrics.out.contains("per-class thresholds from " + t.run +
+                                  "eval/step-4.json (segm section): "),
+             qPrintable(metrics.out));
+
+    // A score out of range, named with its place; nothing is written.
+    const QString wrong = writeFile(dir, "wrong.json", R"({"categories": {"1": {"score": 1.5}}})");
+    const Run refused = engine(
+        engineArgs({"--task", "inference", "--thresholds", wrong, "--out", dir.filePath("out3")}));
+    QCOMPARE(refused.code, 4);
+    QString message;
+    for (const auto& e : eventsOf(refused.out.toUtf8(), &bad))
+      if (e.type() == "error") message = QString::fromStdString(e.message());
+    QVERIFY2(message == "--thresholds: " + wrong +
+                            ": categories.\"1\".score: a score threshold lies in [0, 1]",
+             qPrintable(message));
+    QVERIFY(!QFile::exists(dir.filePath("out3")));
   }
 
   // --task dataset_convert from a spec (the GUI's Run): the shapes dataset's train and val
