@@ -36,6 +36,14 @@ std::vector<double> precisionCurve(const EvalResult& result, std::size_t k, doub
   return curve;
 }
 
+std::vector<double> scoreCurve(const EvalResult& result, std::size_t k, double iou) {
+  const Slice s = sliceAt(result, iou);
+  std::vector<double> curve(result.R);
+  for (std::size_t r = 0; r < result.R; ++r)
+    curve[r] = result.scoreAt(s.t, r, k, s.a, s.m);
+  return curve;
+}
+
 std::optional<ScoreThreshold> bestF1Threshold(const EvalResult& result, std::size_t k, double iou) {
   const Slice s = sliceAt(result, iou);
   std::optional<ScoreThreshold> best;

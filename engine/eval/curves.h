@@ -17,6 +17,11 @@ namespace mrcnn::eval {
 // evaluation does not have.
 std::vector<double> precisionCurve(const EvalResult& result, std::size_t k, double iou);
 
+// pycocotools' scores[t, :, k, area "all", largest maxDets]: per recall threshold, the score
+// of the detection at which it is reached (0 where it is not): keeping detections at or
+// above it gives that point of the curve.
+std::vector<double> scoreCurve(const EvalResult& result, std::size_t k, double iou);
+
 struct ScoreThreshold {
   double score = 0;      // keep detections scoring at least this
   double precision = 0;  // pycocotools' interpolated precision at that recall

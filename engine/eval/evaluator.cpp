@@ -92,6 +92,15 @@ void writeResult(dataset::JsonWriter& json, const EvalResult& r,
     json.endObject();
   }
   json.endObject();
+  // The score at each recall threshold of the .50 curve (where a threshold puts the point).
+  json.key("pr_scores").beginObject();
+  for (std::size_t k = 0; k < r.category_ids.size(); ++k) {
+    json.key(std::to_string(r.category_ids[k])).beginObject().key("0.50").beginArray();
+    for (double v : scoreCurve(r, k, 0.5))
+      json.value(v);
+    json.endArray().endObject();
+  }
+  json.endObject();
   // Per category, the score that maximises F1 at IoU .50 (null: no ground truth or no hit).
   json.key("thresholds").beginObject().key("iou").value(0.5).key("categories").beginObject();
   for (std::size_t k = 0; k < r.category_ids.size(); ++k) {
@@ -125,6 +134,8 @@ const EvalResult& evaluateInto(EvaluationReport& report, const EvalSet& set,
 CocoEvaluator::CocoEvaluator(const dataset::CocoDataset& ground_truth, bool with_masks,
                              std::vector<int64_t> images)
     : bbox_set_(groundTruthSet(ground_truth, IouType::Bbox)), with_masks_(with_masks) {
+  for (const auto& c : ground_truth.categories())
+    category_names_[c.id] = c.name;
   restrict(bbox_set_, images);
   if (with_masks_) {
     segm_set_ = groundTruthSet(ground_truth, IouType::Segm);
@@ -137,6 +148,7 @@ EvaluationReport CocoEvaluator::evaluate(std::vector<Detection> detections,
   for (std::size_t i = 0; i < detections.size(); ++i)
     detections[i].id = static_cast<int64_t>(i) + 1;
   EvaluationReport report;
+  report.category_names = category_names_;
   evaluateInto(report, bbox_set_, detections, IouType::Bbox, params);
   if (with_masks_) evaluateInto(report, segm_set_, detections, IouType::Segm, params);
   return report;
@@ -150,6 +162,12 @@ std::string metricsJson(const EvaluationReport& report) {
     writeResult(json.key("bbox"), *report.bbox, report.bbox_confusion, report.bbox_tide);
   if (report.segm)
     writeResult(json.key("segm"), *report.segm, report.segm_confusion, report.segm_tide);
+  if (!report.category_names.empty()) {
+    json.key("category_names").beginObject();
+    for (const auto& [id, name] : report.category_names)
+      json.key(std::to_string(id)).value(name);
+    json.endObject();
+  }
   json.endObject();
   return out.str();
 }

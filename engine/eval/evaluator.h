@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -24,6 +25,7 @@ struct EvaluationReport {
   // TIDE's error breakdown at IoU 0.5 (tide.h), for the same detections.
   std::optional<TideResult> bbox_tide;
   std::optional<TideResult> segm_tide;
+  std::map<int64_t, std::string> category_names;  // the ground truth's, for readers
 };
 
 // How many of the images with the most TIDE errors the metrics file lists.
@@ -52,16 +54,19 @@ class CocoEvaluator {
   EvalSet bbox_set_;  // ground truth without masks
   EvalSet segm_set_;  // ground truth with masks (empty unless with_masks)
   bool with_masks_;
+  std::map<int64_t, std::string> category_names_;
 };
 
 // Writes {"bbox": {"stats": [...], "per_category": {"<id>": ap}, "pr_curves": {"<id>":
-// {"0.50": [101 precisions], "0.75": [...]}}, "thresholds": {"iou": 0.5, "categories":
+// {"0.50": [101 precisions], "0.75": [...]}}, "pr_scores": {"<id>": {"0.50": [101 scores]}},
+// "thresholds": {"iou": 0.5, "categories":
 // {"<id>": {"score", "precision", "recall", "f1"} or null}}, "confusion": {"categories":
 // [ids], "iou": 0.5, "score": 0.5, "matrix": [[K + 1 counts]...], "images": [[row, column,
 // [image ids]]...]}, "tide": {"iou": 0.5, "background_iou": 0.1, "max_dets": 100, "ap",
 // "main": {"Cls", "Loc", "Both", "Dupe", "Bkg", "Miss"}, "special": {"FalsePos", "FalseNeg"},
 // "counts": {by type}, "images": [{"image_id", "errors", "counts": {by type}}, most errors
-// first, at most kTideImagesListed]}}, "segm": {...}} (curves.h, confusion.h, tide.h).
+// first, at most kTideImagesListed]}}, "segm": {...}, "category_names": {"<id>": name}}
+// (curves.h, confusion.h, tide.h; names only when the report has them).
 std::string metricsJson(const EvaluationReport& report);
 
 }  // namespace mrcnn::eval

@@ -275,6 +275,8 @@ int runEvaluateFiles(const EvaluateFilesOptions& options, std::ostream& out, std
         << secondsSince(started) << " s\n";
 
     eval::EvaluationReport report;
+    for (const auto& c : gt.categories())
+      report.category_names[c.id] = c.name;
     for (const auto& [enabled, iou, name] : {std::tuple{bbox, eval::IouType::Bbox, "bbox"},
                                              std::tuple{segm, eval::IouType::Segm, "segm"}}) {
       if (!enabled) continue;

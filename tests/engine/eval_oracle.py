@@ -44,10 +44,11 @@ def evaluate(gt_path, dt_path, iou_type, out_path, image_ids=None):
     # IoU .50 and .75 (area all, 100 detections), and per category the recall point of the
     # .50 curve with the largest F1 (the first on ties) with eval['scores'] there.
     iou = list(np.round(e.params.iouThrs, 2))
-    pr_curves, thresholds = {}, {}
+    pr_curves, pr_scores, thresholds = {}, {}, {}
     for k, cat in enumerate(e.params.catIds):
         pr_curves[str(cat)] = {"0.50": precision[iou.index(0.5), :, k, 0, -1].tolist(),
                                "0.75": precision[iou.index(0.75), :, k, 0, -1].tolist()}
+        pr_scores[str(cat)] = {"0.50": e.eval["scores"][iou.index(0.5), :, k, 0, -1].tolist()}
         p = precision[iou.index(0.5), :, k, 0, -1]
         rec = np.array(e.params.recThrs)
         valid = (p > 0) & (rec > 0)
@@ -67,7 +68,8 @@ def evaluate(gt_path, dt_path, iou_type, out_path, image_ids=None):
                    "precision": precision.ravel().tolist(),
                    "recall": e.eval["recall"].ravel().tolist(),
                    "shape": list(precision.shape),
-                   "pr_curves": pr_curves, "thresholds": thresholds, "tide": tide}, f)
+                   "pr_curves": pr_curves, "pr_scores": pr_scores, "thresholds": thresholds,
+                   "tide": tide}, f)
 
 
 class _Absent(types.ModuleType):

@@ -187,6 +187,13 @@ QString compareAnalysis(const std::string& metrics, const char* type,
       if (a.size() != 101 || maxDiff(a, b) > 1e-12)
         out += QString("pr curve %1 @%2 differs; ").arg(std::string(key).c_str(), iou);
     }
+    std::vector<double> a, b;
+    for (double v : expected["pr_scores"][key]["0.50"].get_array())
+      b.push_back(v);
+    for (double v : ours["pr_scores"][key]["0.50"].get_array())
+      a.push_back(v);
+    if (a.size() != 101 || maxDiff(a, b) > 1e-12)
+      out += QString("scores of the pr curve %1 differ; ").arg(std::string(key).c_str());
     const simdjson::dom::element want = expected["thresholds"][key];
     const simdjson::dom::element got = ours["thresholds"]["categories"][key];
     if (want.is_null() != got.is_null()) {
@@ -317,6 +324,8 @@ class EvalTest : public QObject {
     QVERIFY(json.rfind("{\"bbox\":{\"stats\":[", 0) == 0);
     QVERIFY(json.find("\"segm\":{\"stats\":[") != std::string::npos);
     QVERIFY(json.find("\"tide\":{\"iou\":0.5,\"background_iou\":0.1,") != std::string::npos);
+    QVERIFY(json.find("\"category_names\":{\"" + std::to_string(gt.categories()[0].id) + "\":\"" +
+                      gt.categories()[0].name + "\"") != std::string::npos);
     int thresholds = 0;
     for (const char* type : {"bbox", "segm"}) {
       const QString diff = compareAnalysis(
