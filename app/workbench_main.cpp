@@ -6,13 +6,14 @@
 //                   [--checkpoint FILE] [--score-threshold T] [--result-image N]
 //                   [--warnings REPORT
 //                   --warnings-annotations JSON
-//                   --warnings-images DIR [--warning-entry N]] [--screenshot PNG
-//                   [--screenshot-delay MS]]
+//                   --warnings-images DIR [--warning-entry N]]
+//                   [--analysis METRICS [--analysis-class ID] [--analysis-cell ROW,COLUMN]]
+//                   [--screenshot PNG [--screenshot-delay MS]]
 //   mrcnn-workbench --headless SPEC [--task TASK] ...      (see app/headless.h)
 //
-// --view N shows view N (1 Experiments ... 5 Warnings) first; the other options open what each
-// view shows (the same as its Open buttons); --screenshot grabs the window once it is laid
-// out and its files are read, saves it as PNG and exits (how the screenshots in docs/ are
+// --view N shows view N (1 Experiments ... 5 Warnings, 6 Analysis) first; the other options open
+// what each view shows (the same as its Open buttons); --screenshot grabs the window once it is
+// laid out and its files are read, saves it as PNG and exits (how the screenshots in docs/ are
 // taken, under Xvfb).
 #include <QApplication>
 #include <QCommandLineParser>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "app/headless.h"
+#include "ui/analysis/analysis_view.h"
 #include "ui/dataset_browser/dataset_browser.h"
 #include "ui/main_window/main_window.h"
 #include "ui/predictions/prediction_view.h"
@@ -46,6 +48,9 @@ struct Opened {
   int result_image = 0;
   QString warnings, warnings_annotations, warnings_images;
   int warning_entry = 0;
+  QString analysis;
+  qint64 analysis_class = -1;
+  int analysis_row = -1, analysis_column = -1;
 };
 
 // An error message for options given without their companions ("" when fine).
@@ -55,6 +60,8 @@ QString missingCompanions(const Opened& o) {
     return u"--results needs --results-images (the folder its file names are relative to)"_qs;
   if (!o.warnings.isEmpty() && (o.warnings_annotations.isEmpty() || o.warnings_images.isEmpty()))
     return u"--warnings needs --warnings-annotations and --warnings-images"_qs;
+  if (o.analysis.isEmpty() && (o.analysis_class >= 0 || o.analysis_row >= 0))
+    return u"--analysis-class and --analysis-cell need --analysis METRICS"_qs;
   return {};
 }
 
@@ -114,13 +121,24 @@ void openAll(MainWindow& window, const Opened& o) {
     }
     review->openReport(o.warnings, o.warnings_annotations, o.warnings_images);
   }
+  if (!o.analysis.isEmpty()) {
+    auto* analysis =
+        qobject_cast<mrcnn::ui::AnalysisView*>(window.view(MainWindow::View::Analysis));
+    QString error;
+    if (!analysis->openMetrics(o.analysis, &error)) {
+      std::cerr << "mrcnn-workbench: --analysis: " << error.toStdString() << '\n';
+      return;
+    }
+    if (o.analysis_class >= 0) analysis->selectClass(o.analysis_class);
+    if (o.analysis_row >= 0) analysis->showCell(o.analysis_row, o.analysis_column);
+  }
 }
 
 // The window's command line, parsed and checked before any window exists: --help, --version
 // and every error work on a terminal without a display.
 struct CommandLine {
   QStringList specs;
-  int view = 0;  // 1-5; 0: the default
+  int view = 0;  // 1-6; 0: the default
   QString screenshot;
   int screenshot_delay_ms = 1500;
   Opened opened;
@@ -134,7 +152,7 @@ std::optional<int> parseCommandLine(const QStringList& args, CommandLine* cl) {
   const QCommandLineOption help = parser.addHelpOption();
   const QCommandLineOption version({u"version"_qs}, u"Print the versions and exit."_qs);
   parser.addPositionalArgument(u"spec"_qs, u"An experiment spec to open."_qs, u"[SPEC]"_qs);
-  const QCommandLineOption view({u"view"_qs}, u"Show view N first (1-5)."_qs, u"N"_qs);
+  const QCommandLineOption view({u"view"_qs}, u"Show view N first (1-6)."_qs, u"N"_qs);
   const QCommandLineOption screenshot(
       {u"screenshot"_qs}, u"Save the window as PNG once shown, then exit."_qs, u"PNG"_qs);
   const QCommandLineOption run({u"run"_qs}, u"Open a run directory (repeat to overlay runs)."_qs,
@@ -166,13 +184,37 @@ std::optional<int> parseCommandLine(const QStringList& args, CommandLine* cl) {
   const QCommandLineOption warning_entry(
       {u"warning-entry"_qs}, u"Warnings: show the N-th entry of the report (1 = first)."_qs,
       u"N"_qs);
+  const QCommandLineOption analysis(
+      {u"analysis"_qs}, u"Open an evaluation's metrics file in Analysis."_qs, u"METRICS"_qs);
+  const QCommandLineOption analysis_class(
+      {u"analysis-class"_qs}, u"Analysis: select the class with this category id."_qs, u"ID"_qs);
+  const QCommandLineOption analysis_cell({u"analysis-cell"_qs},
+                                         u"Analysis: list the images of a confusion cell."_qs,
+                                         u"ROW,COLUMN"_qs);
   const QCommandLineOption delay({u"screenshot-delay"_qs},
                                  u"Milliseconds to wait before the screenshot (1500)."_qs, u"MS"_qs,
                                  u"1500"_qs);
-  for (const auto* o :
-       {&version, &view, &screenshot, &run, &dataset, &images, &image_id, &results, &results_images,
-        &ground_truth, &checkpoint, &score_threshold, &result_image, &warnings,
-        &warnings_annotations, &warnings_images, &warning_entry, &delay})
+  for (const auto* o : {&version,
+                        &view,
+                        &screenshot,
+                        &run,
+                        &dataset,
+                        &images,
+                        &image_id,
+                        &results,
+                        &results_images,
+                        &ground_truth,
+                        &checkpoint,
+                        &score_threshold,
+                        &result_image,
+                        &warnings,
+                        &warnings_annotations,
+                        &warnings_images,
+                        &warning_entry,
+                        &analysis,
+                        &analysis_class,
+                        &analysis_cell,
+                        &delay})
     parser.addOption(*o);
 
   const auto usage = [](const std::string& message) {
@@ -202,7 +244,7 @@ std::optional<int> parseCommandLine(const QStringList& args, CommandLine* cl) {
   long long n = 0;
   cl->specs = parser.positionalArguments();
   if (parser.isSet(view)) {
-    if (auto e = number(view, 1, mrcnn::ui::MainWindow::kViewCount, &n, "1 to 5")) return e;
+    if (auto e = number(view, 1, mrcnn::ui::MainWindow::kViewCount, &n, "1 to 6")) return e;
     cl->view = static_cast<int>(n);
   }
   Opened& o = cl->opened;
@@ -235,6 +277,23 @@ std::optional<int> parseCommandLine(const QStringList& args, CommandLine* cl) {
     if (!ok || o.score_threshold < 0 || o.score_threshold > 1)
       return usage("--score-threshold takes a number from 0 to 1");
   }
+  o.analysis = parser.value(analysis);
+  if (parser.isSet(analysis_class)) {
+    if (auto e =
+            number(analysis_class, 0, std::numeric_limits<long long>::max(), &n, "a category id"))
+      return e;
+    o.analysis_class = n;
+  }
+  if (parser.isSet(analysis_cell)) {
+    const QStringList cell = parser.value(analysis_cell).split(u',');
+    bool row_ok = false, column_ok = false;
+    if (cell.size() == 2) {
+      o.analysis_row = cell[0].toInt(&row_ok);
+      o.analysis_column = cell[1].toInt(&column_ok);
+    }
+    if (!row_ok || !column_ok || o.analysis_row < 0 || o.analysis_column < 0)
+      return usage("--analysis-cell takes ROW,COLUMN (numbers from 0)");
+  }
   if (const QString error = missingCompanions(o); !error.isEmpty())
     return usage(error.toStdString());
   if (parser.isSet(screenshot)) {
@@ -243,6 +302,44 @@ std::optional<int> parseCommandLine(const QStringList& args, CommandLine* cl) {
     cl->screenshot_delay_ms = static_cast<int>(n);
   }
   return std::nullopt;
+}
+
+// The arguments without those QApplication takes for itself (-geometry WxH+X+Y, -style S,
+// -platform P, -reverse, ...), which the parser above must not call unknown: they reach
+// QApplication untouched.
+QStringList withoutQtOptions(const QStringList& args) {
+  static const QStringList with_value = {u"-platform"_qs,
+                                         u"-platformpluginpath"_qs,
+                                         u"-platformtheme"_qs,
+                                         u"-plugin"_qs,
+                                         u"-qwindowgeometry"_qs,
+                                         u"-geometry"_qs,
+                                         u"-qwindowtitle"_qs,
+                                         u"-title"_qs,
+                                         u"-qwindowicon"_qs,
+                                         u"-icon"_qs,
+                                         u"-display"_qs,
+                                         u"-style"_qs,
+                                         u"-stylesheet"_qs,
+                                         u"-session"_qs,
+                                         u"-name"_qs,
+                                         u"-dialogs"_qs,
+                                         u"-fontengine"_qs,
+                                         u"-qmljsdebugger"_qs};
+  static const QStringList flags = {u"-reverse"_qs, u"-widgetcount"_qs, u"-nograb"_qs,
+                                    u"-dograb"_qs,  u"-sync"_qs,        u"-testability"_qs};
+  QStringList out;
+  for (int i = 0; i < args.size(); ++i) {
+    const QString& a = args[i];
+    const QString name = a.section(u'=', 0, 0);
+    if (i > 0 && flags.contains(a)) continue;
+    if (i > 0 && with_value.contains(name)) {
+      if (!a.contains(u'=')) ++i;  // its value is the next argument
+      continue;
+    }
+    out << a;
+  }
+  return out;
 }
 
 }  // namespace
@@ -261,7 +358,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < argc; ++i)
     args << QString::fromLocal8Bit(argv[i]);
   CommandLine cl;
-  if (const std::optional<int> code = parseCommandLine(args, &cl)) return *code;
+  if (const std::optional<int> code = parseCommandLine(withoutQtOptions(args), &cl)) return *code;
 
   QApplication app(argc, argv);
   QApplication::setOrganizationName(u"mrcnn-workbench"_qs);

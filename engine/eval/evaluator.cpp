@@ -168,6 +168,10 @@ std::string metricsJson(const EvaluationReport& report) {
       json.key(std::to_string(id)).value(name);
     json.endObject();
   }
+  if (!report.annotations_file.empty() || !report.image_dir.empty()) {
+    json.key("dataset").beginObject().key("annotations").value(report.annotations_file);
+    json.key("images").value(report.image_dir).endObject();
+  }
   json.endObject();
   return out.str();
 }

@@ -26,6 +26,9 @@ struct EvaluationReport {
   std::optional<TideResult> bbox_tide;
   std::optional<TideResult> segm_tide;
   std::map<int64_t, std::string> category_names;  // the ground truth's, for readers
+  // Where the evaluated data lives, for readers that show its images (empty: unknown).
+  std::string annotations_file;
+  std::string image_dir;
 };
 
 // How many of the images with the most TIDE errors the metrics file lists.
@@ -65,8 +68,9 @@ class CocoEvaluator {
 // [image ids]]...]}, "tide": {"iou": 0.5, "background_iou": 0.1, "max_dets": 100, "ap",
 // "main": {"Cls", "Loc", "Both", "Dupe", "Bkg", "Miss"}, "special": {"FalsePos", "FalseNeg"},
 // "counts": {by type}, "images": [{"image_id", "errors", "counts": {by type}}, most errors
-// first, at most kTideImagesListed]}}, "segm": {...}, "category_names": {"<id>": name}}
-// (curves.h, confusion.h, tide.h; names only when the report has them).
+// first, at most kTideImagesListed]}}, "segm": {...}, "category_names": {"<id>": name},
+// "dataset": {"annotations": file, "images": folder}} (curves.h, confusion.h, tide.h; names
+// and dataset only where the report has them).
 std::string metricsJson(const EvaluationReport& report);
 
 }  // namespace mrcnn::eval

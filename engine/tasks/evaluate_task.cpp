@@ -89,6 +89,8 @@ int evaluateWithBackend(const TaskOptions& options, const EvaluateOptions& evalu
     category_ids.push_back(c.id);
   v.report = evaluateBackendRun(ran, data.val_image_dir, ids, category_ids, gt,
                                 s.maskrcnn_config().include_mask());
+  v.report.annotations_file = fs::absolute(data.val_json).string();
+  v.report.image_dir = fs::absolute(data.val_image_dir).string();
   v.images = ran.images.size();
   v.seconds = secondsSince(started);
   if (!v.report.bbox) {
@@ -180,6 +182,8 @@ int evaluateCheckpoint(const TaskOptions& options, const EvaluateOptions& evalua
                           s.maskrcnn_config().include_mask(),
                           s.data_config().category_labels() == "category_id");
       validator.setPrecision(*precision);
+      validator.setDatasetPaths(fs::absolute(data->val_json).string(),
+                                fs::absolute(data->val_image_dir).string());
       v = validator.run(*net, device);
     } catch (const std::exception& e) {
       return report.fail("evaluation_failed", e.what(), kExitFailed);
@@ -275,6 +279,7 @@ int runEvaluateFiles(const EvaluateFilesOptions& options, std::ostream& out, std
         << secondsSince(started) << " s\n";
 
     eval::EvaluationReport report;
+    report.annotations_file = fs::absolute(options.annotations).string();
     for (const auto& c : gt.categories())
       report.category_names[c.id] = c.name;
     for (const auto& [enabled, iou, name] : {std::tuple{bbox, eval::IouType::Bbox, "bbox"},

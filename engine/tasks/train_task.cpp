@@ -233,6 +233,10 @@ int TrainTask::run() {
     validator = std::make_unique<Validator>(val_gt, val_source,
                                             loaderOptionsFromSpec(loaded, /*training=*/false),
                                             s.maskrcnn_config().include_mask());
+    validator->setDatasetPaths(fs::absolute(data->val_json).string(),
+                               data->val_image_dir.empty()
+                                   ? std::string()
+                                   : fs::absolute(data->val_image_dir).string());
     // Evaluated in the precision it trains in (fp16 on the CPU was refused above).
     std::string unused;
     if (const auto precision = precisionFromSpec(s, device, &unused))

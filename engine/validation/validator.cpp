@@ -231,6 +231,8 @@ ValidationResult Validator::run(model::MaskRCNNImpl& model, const c10::Device& d
     for (eval::Detection& d : im.detections)
       detections.push_back(std::move(d));
   result.report = evaluator_->evaluate(std::move(detections));
+  result.report.annotations_file = annotations_file_;
+  result.report.image_dir = image_dir_;
   result.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return result;

@@ -48,6 +48,12 @@ class Validator {
   void setPrecision(Precision precision) { precision_ = std::move(precision); }
 
   const dataset::CocoDataset& groundTruth() const { return *ground_truth_; }
+  // Where the ground truth and images live: copied into each report (the metrics file's
+  // "dataset", which the GUI's analysis view opens images from).
+  void setDatasetPaths(std::string annotations_file, std::string image_dir) {
+    annotations_file_ = std::move(annotations_file);
+    image_dir_ = std::move(image_dir);
+  }
   // Category ids by label (index 0 unused): the source's contiguous numbering, or the labels
   // themselves when they are category ids (torchvision's COCO models).
   const std::vector<int64_t>& categoryIds() const { return category_ids_; }
@@ -58,6 +64,7 @@ class Validator {
   dataset::LoaderOptions options_;
   bool with_masks_;
   std::vector<int64_t> category_ids_;
+  std::string annotations_file_, image_dir_;
   std::unique_ptr<eval::CocoEvaluator> evaluator_;
   Precision precision_;
 };

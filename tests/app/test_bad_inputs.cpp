@@ -198,7 +198,7 @@ class BadInputsTest : public QObject {
     QVERIFY2(r.out.startsWith("mrcnn-workbench ") && r.out.contains("Qt "), qPrintable(r.out));
     r = runProcess(workbench, {"--view", "9"}, env, 30000);
     QCOMPARE(r.code, 2);
-    QVERIFY2(r.err.contains("--view takes 1 to 5"), qPrintable(r.err));
+    QVERIFY2(r.err.contains("--view takes 1 to 6"), qPrintable(r.err));
     r = runProcess(workbench, {"--no-such-option"}, env, 30000);
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains("no-such-option"), qPrintable(r.err));

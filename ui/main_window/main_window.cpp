@@ -20,6 +20,7 @@
 #include <QToolBar>
 #include <QVBoxLayout>
 
+#include "ui/analysis/analysis_view.h"
 #include "ui/dataset_browser/dataset_browser.h"
 #include "ui/dataset_browser/image_list_model.h"
 #include "ui/main_window/recent_items.h"
@@ -39,8 +40,8 @@ namespace {
 
 const char* const kViewNames[MainWindow::kViewCount] = {
     QT_TRANSLATE_NOOP("MainWindow", "Experiments"), QT_TRANSLATE_NOOP("MainWindow", "Runs"),
-    QT_TRANSLATE_NOOP("MainWindow", "Dataset"), QT_TRANSLATE_NOOP("MainWindow", "Predictions"),
-    QT_TRANSLATE_NOOP("MainWindow", "Warnings")};
+    QT_TRANSLATE_NOOP("MainWindow", "Dataset"),     QT_TRANSLATE_NOOP("MainWindow", "Predictions"),
+    QT_TRANSLATE_NOOP("MainWindow", "Warnings"),    QT_TRANSLATE_NOOP("MainWindow", "Analysis")};
 
 MainWindow::RunningEnginesAnswer askAboutRunningEngines(QWidget* parent, int running,
                                                         int timeout_ms) {
@@ -109,6 +110,8 @@ void MainWindow::addOtherViews() {
   addView(View::Predictions, predictions_, tr(kViewNames[3]));
   warnings_ = new WarningReview(this);
   addView(View::Warnings, warnings_, tr(kViewNames[4]));
+  analysis_ = new AnalysisView(this);
+  addView(View::Analysis, analysis_, tr(kViewNames[5]));
 
   // Run: the engine starts in the Runs view, in the run directory the spec names.
   connect(spec_editor_, &SpecEditor::runRequested, this,
@@ -141,6 +144,19 @@ void MainWindow::addOtherViews() {
   };
   connect(runs_, &RunsView::runFinished, this, offer_checkpoint);
   connect(runs_, &RunsView::runOpened, this, offer_checkpoint);
+  // A run's latest evaluation is what Analysis shows, unless a metrics file was opened there.
+  const auto offer_evaluation = [this](const QString& dir) {
+    if (!analysis_->data()) analysis_->openRun(dir);
+  };
+  connect(runs_, &RunsView::runFinished, this, offer_evaluation);
+  connect(runs_, &RunsView::runOpened, this, offer_evaluation);
+  // The images behind a confusion cell or an error list open in Predictions.
+  connect(analysis_, &AnalysisView::imagesRequested, this,
+          [this](const QList<qint64>& ids, const QString& caption, const QString& results,
+                 const QString& image_dir, const QString& annotations) {
+            predictions_->showImages(ids, caption, results, image_dir, annotations);
+            showView(View::Predictions);
+          });
   connect(datasets_, &DatasetBrowser::datasetLoaded, this, [this](bool ok) {
     if (!ok || !datasets_->dataset()) return;
     recent_->add(RecentItems::Kind::Dataset, datasets_->dataset()->annotations,

@@ -1,6 +1,6 @@
 // The workbench window: a thin assembly of the views (Experiments, Runs, Dataset,
-// Predictions, Warnings) as tabs, the docks (problems of the spec, recent items), the menus
-// and shortcuts, and the window's state kept across sessions in QSettings. Each view is a
+// Predictions, Warnings, Analysis) as tabs, the docks (problems of the spec, recent items), the
+// menus and shortcuts, and the window's state kept across sessions in QSettings. Each view is a
 // class of its own; this file only wires them together.
 #pragma once
 
@@ -14,6 +14,7 @@ class QTabWidget;
 
 namespace mrcnn::ui {
 
+class AnalysisView;
 class DatasetBrowser;
 class PredictionView;
 class ProblemsView;
@@ -27,8 +28,8 @@ class MainWindow : public QMainWindow {
   Q_OBJECT
 
  public:
-  enum class View { Experiments, Runs, Dataset, Predictions, Warnings };
-  static constexpr int kViewCount = 5;
+  enum class View { Experiments, Runs, Dataset, Predictions, Warnings, Analysis };
+  static constexpr int kViewCount = 6;
 
   // Closing the window while engines run: the GUI owns them as child processes, so it either
   // stops them (each finishes its step and writes a checkpoint; killed after the stop
@@ -57,6 +58,7 @@ class MainWindow : public QMainWindow {
 
   RunsView* runsView() const { return runs_; }
   PredictionView* predictionView() const { return predictions_; }
+  AnalysisView* analysisView() const { return analysis_; }
   void setRunningEnginesQuestion(RunningEnginesQuestion question);
   void setStopTimeout(int ms) { stop_timeout_ms_ = ms; }
   // True between "Stop runs and quit" and the last engine ending.
@@ -70,8 +72,8 @@ class MainWindow : public QMainWindow {
 
  private:
   void addView(View which, QWidget* widget, const QString& title);
-  // The Runs, Dataset, Predictions and Warnings views, and their wiring to the spec editor
-  // and the recent lists.
+  // The Runs, Dataset, Predictions, Warnings and Analysis views, and their wiring to the spec
+  // editor and the recent lists.
   void addOtherViews();
   void createDocks();
   void createActions();
@@ -86,6 +88,7 @@ class MainWindow : public QMainWindow {
   DatasetBrowser* datasets_ = nullptr;
   PredictionView* predictions_ = nullptr;
   WarningReview* warnings_ = nullptr;
+  AnalysisView* analysis_ = nullptr;
   RecentItems* recent_;
   QTabWidget* tabs_;
   QWidget* views_[kViewCount] = {};

@@ -71,7 +71,8 @@ PredictionView::PredictionView(QWidget* parent) : QWidget(parent) {
   checkpoint_ = new QLineEdit(this);
   checkpoint_->setPlaceholderText(tr("Checkpoint (.pt); empty: the run's best"));
   backend_ = new QComboBox(this);
-  backend_->addItem(tr("LibTorch (the model, in the spec's precision)"), QStringLiteral("libtorch"));
+  backend_->addItem(tr("LibTorch (the model, in the spec's precision)"),
+                    QStringLiteral("libtorch"));
   backend_->addItem(tr("OpenVINO (exported to ONNX, on the CPU)"), QStringLiteral("openvino"));
   backend_->setToolTip(
       tr("What runs the model: the engine's LibTorch model, or the checkpoint exported to ONNX "
@@ -110,6 +111,16 @@ PredictionView::PredictionView(QWidget* parent) : QWidget(parent) {
 
   images_ = new QListWidget(this);
   images_->setMinimumWidth(180);
+  filter_bar_ = new QWidget(this);
+  filter_label_ = new QLabel(filter_bar_);
+  filter_label_->setWordWrap(true);
+  auto* show_all = new QPushButton(tr("Show All"), filter_bar_);
+  connect(show_all, &QPushButton::clicked, this, &PredictionView::clearImageFilter);
+  auto* filter_layout = new QVBoxLayout(filter_bar_);
+  filter_layout->setContentsMargins(0, 0, 0, 0);
+  filter_layout->addWidget(filter_label_);
+  filter_layout->addWidget(show_all);
+  filter_bar_->hide();
   connect(images_, &QListWidget::currentRowChanged, this, [this](int row) {
     if (row >= 0 && row != current_) selectImage(row);
   });
@@ -195,8 +206,13 @@ PredictionView::PredictionView(QWidget* parent) : QWidget(parent) {
   status_->setWordWrap(true);
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
 
+  auto* list = new QWidget(this);
+  auto* list_layout = new QVBoxLayout(list);
+  list_layout->setContentsMargins(0, 0, 0, 0);
+  list_layout->addWidget(filter_bar_);
+  list_layout->addWidget(images_, 1);
   auto* splitter = new QSplitter(this);
-  splitter->addWidget(images_);
+  splitter->addWidget(list);
   splitter->addWidget(right);
   splitter->setStretchFactor(1, 1);
   auto* layout = new QVBoxLayout(this);
@@ -369,6 +385,7 @@ void PredictionView::showResults(const QString& resultsJson, const QString& imag
         image_dir_ = imageDir;
         annotations_ = annotations;
         current_ = -1;
+        images_->clear();
         updateImageList();
         QString text =
             tr("%1: %n detection(s)", nullptr, static_cast<int>(predictions_->count))
@@ -377,9 +394,64 @@ void PredictionView::showResults(const QString& resultsJson, const QString& imag
         if (!loaded.truth_error.isEmpty())
           text += tr("; no ground truth: %1").arg(loaded.truth_error);
         status_->setText(text);
-        if (!predictions_->images.empty()) selectImage(0);
+        if (keep_filter_on_load_) {
+          applyImageFilter();
+        } else {
+          clearImageFilter();
+          if (!predictions_->images.empty()) selectImage(0);
+        }
+        keep_filter_on_load_ = false;
         emit resultsLoaded(true, QString());
       });
+}
+
+void PredictionView::showImages(const QList<qint64>& ids, const QString& caption,
+                                const QString& results, const QString& imageDir,
+                                const QString& annotations) {
+  filter_ = ids;
+  filter_caption_ = caption;
+  if (predictions_ &&
+      QFileInfo(predictions_->path).absoluteFilePath() == QFileInfo(results).absoluteFilePath()) {
+    applyImageFilter();
+    return;
+  }
+  keep_filter_on_load_ = true;
+  showResults(results, imageDir.isEmpty() ? QFileInfo(results).absolutePath() : imageDir,
+              annotations);
+}
+
+void PredictionView::applyImageFilter() {
+  if (!predictions_ || filter_.isEmpty()) return;
+  int first = -1, first_rank = static_cast<int>(filter_.size()), listed = 0;
+  for (size_t i = 0; i < predictions_->images.size(); ++i) {
+    const int rank = static_cast<int>(filter_.indexOf(predictions_->images[i].image_id));
+    if (QListWidgetItem* item = images_->item(static_cast<int>(i))) item->setHidden(rank < 0);
+    if (rank < 0) continue;
+    ++listed;
+    if (rank < first_rank) {
+      first_rank = rank;
+      first = static_cast<int>(i);
+    }
+  }
+  QString text = tr("%1 — %n image(s) listed", nullptr, listed).arg(filter_caption_);
+  if (const int absent = static_cast<int>(filter_.size()) - listed; absent > 0)
+    text += tr("; %n without detections in %1", nullptr, absent)
+                .arg(QFileInfo(predictions_->path).fileName());
+  filter_label_->setText(text);
+  filter_bar_->show();
+  if (first >= 0) selectImage(first);
+}
+
+void PredictionView::clearImageFilter() {
+  filter_.clear();
+  filter_caption_.clear();
+  for (int i = 0; i < images_->count(); ++i)
+    images_->item(i)->setHidden(false);
+  filter_bar_->hide();
+}
+
+QString PredictionView::imageFilterText() const {
+  return filter_bar_->isVisible() || !filter_.isEmpty() ? filter_label_->text() : QString();
 }
 
 void PredictionView::updateImageList() {

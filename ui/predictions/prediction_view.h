@@ -62,6 +62,9 @@ class PredictionView : public QWidget {
   QSlider* thresholdSlider() const { return threshold_; }
   QString statusText() const;
   QString logText() const;  // the engine's output of the last inference
+  // The images the list is limited to (showImages), empty when it shows all.
+  QList<qint64> imageFilter() const { return filter_; }
+  QString imageFilterText() const;
 
  public slots:
   void setSpec(const QString& path);
@@ -79,6 +82,12 @@ class PredictionView : public QWidget {
   void runOnCurrentImage();  // the image shown, else asks for one
   void runOnImage(const QString& file);
   void runOnFolder(const QString& folder = QString());  // empty: asks for one
+  // Lists only the images of `ids` (the analysis view's confusion cell or error images),
+  // loading `results` over `imageDir` first when another file is shown; selects the first of
+  // `ids` that has detections. `caption` says what they are.
+  void showImages(const QList<qint64>& ids, const QString& caption, const QString& results,
+                  const QString& imageDir, const QString& annotations);
+  void clearImageFilter();
 
  signals:
   void resultsLoaded(bool ok, const QString& message);
@@ -89,6 +98,7 @@ class PredictionView : public QWidget {
   void runInference(const QString& images);
   void refreshViews();
   void updateImageList();
+  void applyImageFilter();
   QString imageFilePath(const PredictedImage& image) const;
 
   QThreadPool pool_;
@@ -108,6 +118,8 @@ class PredictionView : public QWidget {
   ImageView* truth_view_;
   QLabel* status_;
   QPlainTextEdit* log_;
+  QWidget* filter_bar_;
+  QLabel* filter_label_;
 
   std::shared_ptr<const PredictionSet> predictions_;
   std::shared_ptr<const dataset::CocoDataset> truth_;
@@ -116,6 +128,9 @@ class PredictionView : public QWidget {
   QString output_root_;
   QString last_image_file_;
   QString file_caption_;  // the shown image's file name, and why it could not be read
+  QList<qint64> filter_;
+  QString filter_caption_;
+  bool keep_filter_on_load_ = false;
   int current_ = -1;
   Mode mode_ = Mode::Predictions;
   uint64_t load_generation_ = 0;

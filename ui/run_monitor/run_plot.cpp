@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ui/common/plot_style.h"
 #include "ui/run_monitor/run_model.h"
 
 namespace mrcnn::ui {
@@ -50,18 +51,7 @@ RunPlot::RunPlot(PlotSpec spec, QWidget* parent) : QCustomPlot(parent), spec_(st
 void RunPlot::applyPalette(const QPalette& p) {
   const QColor base = p.color(QPalette::Base);
   text_colour_ = p.color(QPalette::Text);
-  QColor grid = text_colour_;
-  grid.setAlpha(40);
-  setBackground(base);
-  axisRect()->setBackground(base);
-  for (QCPAxis* axis : {xAxis, yAxis}) {
-    axis->setBasePen(QPen(text_colour_));
-    axis->setTickPen(QPen(text_colour_));
-    axis->setSubTickPen(QPen(text_colour_));
-    axis->setTickLabelColor(text_colour_);
-    axis->setLabelColor(text_colour_);
-    axis->grid()->setPen(QPen(grid, 1, Qt::DotLine));
-  }
+  const QColor grid = applyPlotPalette(this, p);
   title_->setTextColor(p.color(QPalette::WindowText));
   tracer_->setPen(QPen(text_colour_));
   readout_->setColor(text_colour_);

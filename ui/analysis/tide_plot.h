@@ -1,0 +1,34 @@
+// TIDE's error breakdown as bars: the AP points each main error type (Cls, Loc, Both, Dupe,
+// Bkg, Miss) would give back if fixed, then the special FalsePos and FalseNeg, with the
+// number of errors of each type.
+#pragma once
+
+#include <qcustomplot.h>
+
+#include "ui/analysis/analysis_data.h"
+
+namespace mrcnn::ui {
+
+class TidePlot : public QCustomPlot {
+  Q_OBJECT
+
+ public:
+  explicit TidePlot(QWidget* parent = nullptr);
+
+  void showErrors(const TypeAnalysis* t);
+  // The bar values shown, main types then FalsePos, FalseNeg (empty without TIDE data).
+  QVector<double> values() const { return values_; }
+
+ protected:
+  void changeEvent(QEvent* event) override;
+
+ private:
+  void applyPalette();
+
+  QCPTextElement* title_;
+  QList<QCPBars*> bars_;
+  QList<QCPItemText*> labels_;  // "dAP (errors)" beside each bar
+  QVector<double> values_;
+};
+
+}  // namespace mrcnn::ui
