@@ -7,6 +7,9 @@
 #   spec_editor.png      the sample spec specs/shapes_resnet18.txt
 #   warnings.png         dataset_convert's report on a copy of tinycoco's val split with faults
 #                        planted (tinycoco itself converts without a warning)
+#   analysis.png         the evaluation of the same checkpoint on the shapes val split (the
+#                        engine's evaluate task): class $ANALYSIS_CLASS (default 2, square)
+#                        selected, confusion cell $ANALYSIS_CELL (default 1,2) listed
 #
 #   docs/screenshots/take_screenshots.sh BUILD_DIR RUN_DIR [PREDICTION_RUN_DIR [CHECKPOINT]]
 #
@@ -68,6 +71,14 @@ done
   --set "data_config.shapes_dataset.root=$shapes" \
   --images "$work/shapes_val" --out "$work/inference" > "$work/inference.log"
 
+# Analysis: the checkpoint evaluated on the shapes val split, and its inference on the same
+# images (what the confusion cells open), in a run folder of their own.
+"$engine" --spec "$prediction_run/spec.txt" --task evaluate --checkpoint "$checkpoint" \
+  --set "data_config.shapes_dataset.root=$shapes" --run-dir "$work/analysis" > "$work/evaluate.log"
+"$engine" --spec "$prediction_run/spec.txt" --task inference --checkpoint "$checkpoint" \
+  --set "data_config.shapes_dataset.root=$shapes" --run-dir "$work/analysis" > "$work/analysis.log"
+metrics="$work/analysis/eval/$(basename "${checkpoint%.*}").json"
+
 # Warnings: tinycoco's val split with faults planted (the ones tests/dataset/test_convert.cpp
 # plants), converted by the engine.
 "$python" - "$data" "$work/dirty" <<'EOF'
@@ -110,3 +121,5 @@ print(1 + [p["kind"] for p in problems].index("box_out_of_bounds"))' "$work/dirt
 shot warnings "$sample" --view 5 --warning-entry "$entry" --warnings "$work/dirty/out/dirty_report.json" \
   --warnings-annotations "$work/dirty/dirty.json" --warnings-images "$work/dirty/images" \
   --screenshot-delay 3000
+shot analysis "$sample" --view 6 --analysis "$metrics" --analysis-class "${ANALYSIS_CLASS:-2}" \
+  --analysis-cell "${ANALYSIS_CELL:-1,2}"
