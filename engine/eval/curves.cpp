@@ -26,22 +26,24 @@ Slice sliceAt(const EvalResult& r, double iou) {
   return s;
 }
 
-}  // namespace
-
-std::vector<double> precisionCurve(const EvalResult& result, std::size_t k, double iou) {
-  const Slice s = sliceAt(result, iou);
-  std::vector<double> curve(result.R);
-  for (std::size_t r = 0; r < result.R; ++r)
-    curve[r] = result.precisionAt(s.t, r, k, s.a, s.m);
+// One of the [T][R][K][A][M] arrays (precision or scores) over the recall thresholds.
+std::vector<double> curveOf(const EvalResult& r, const std::vector<double>& values, std::size_t k,
+                            double iou) {
+  const Slice s = sliceAt(r, iou);
+  std::vector<double> curve(r.R);
+  for (std::size_t i = 0; i < r.R; ++i)
+    curve[i] = values[(((s.t * r.R + i) * r.K + k) * r.A + s.a) * r.M + s.m];
   return curve;
 }
 
+}  // namespace
+
+std::vector<double> precisionCurve(const EvalResult& result, std::size_t k, double iou) {
+  return curveOf(result, result.precision, k, iou);
+}
+
 std::vector<double> scoreCurve(const EvalResult& result, std::size_t k, double iou) {
-  const Slice s = sliceAt(result, iou);
-  std::vector<double> curve(result.R);
-  for (std::size_t r = 0; r < result.R; ++r)
-    curve[r] = result.scoreAt(s.t, r, k, s.a, s.m);
-  return curve;
+  return curveOf(result, result.scores, k, iou);
 }
 
 std::optional<ScoreThreshold> bestF1Threshold(const EvalResult& result, std::size_t k, double iou) {

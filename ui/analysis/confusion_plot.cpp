@@ -2,8 +2,6 @@
 
 #include <QToolTip>
 
-#include "ui/common/plot_style.h"
-
 namespace mrcnn::ui {
 namespace {
 
@@ -19,11 +17,8 @@ QSharedPointer<QCPAxisTickerText> namesTicker(const TypeAnalysis& t, bool rows) 
 
 }  // namespace
 
-ConfusionPlot::ConfusionPlot(QWidget* parent) : QCustomPlot(parent) {
-  plotLayout()->insertRow(0);
-  title_ = new QCPTextElement(this, tr("Confusion (IoU .50, score ≥ .50)"),
-                              QFont(font().family(), font().pointSize(), QFont::Bold));
-  plotLayout()->addElement(0, 0, title_);
+ConfusionPlot::ConfusionPlot(QWidget* parent)
+    : TitledPlot(tr("Confusion (IoU .50, score ≥ .50)"), parent) {
   map_ = new QCPColorMap(xAxis, yAxis);
   map_->setInterpolate(false);
   // White for an empty share, deep blue for a whole row: counts stay readable on every cell.
@@ -47,19 +42,6 @@ ConfusionPlot::ConfusionPlot(QWidget* parent) : QCustomPlot(parent) {
   applyPalette();
 }
 
-void ConfusionPlot::applyPalette() {
-  applyPlotPalette(this, palette());
-  title_->setTextColor(palette().color(QPalette::WindowText));
-}
-
-void ConfusionPlot::changeEvent(QEvent* event) {
-  if (event->type() == QEvent::PaletteChange) {
-    applyPalette();
-    replot();
-  }
-  QCustomPlot::changeEvent(event);
-}
-
 void ConfusionPlot::showMatrix(const TypeAnalysis* t) {
   matrix_ = t && !t->confusion.empty() ? t : nullptr;
   for (QCPItemText* label : labels_)
@@ -68,7 +50,7 @@ void ConfusionPlot::showMatrix(const TypeAnalysis* t) {
   if (!matrix_) {
     map_->data()->clear();
     map_->setVisible(false);
-    title_->setText(tr("Confusion: not in this metrics file"));
+    setTitle(tr("Confusion: not in this metrics file"));
     replot();
     return;
   }
@@ -96,9 +78,9 @@ void ConfusionPlot::showMatrix(const TypeAnalysis* t) {
   yAxis->setTicker(namesTicker(*matrix_, true));
   xAxis->setRange(-0.5, n - 0.5);
   yAxis->setRange(-0.5, n - 0.5);
-  title_->setText(tr("Confusion (IoU %1, score ≥ %2), share of each row")
-                      .arg(matrix_->confusion_iou, 0, 'f', 2)
-                      .arg(matrix_->confusion_score, 0, 'f', 2));
+  setTitle(tr("Confusion (IoU %1, score ≥ %2), share of each row")
+               .arg(matrix_->confusion_iou, 0, 'f', 2)
+               .arg(matrix_->confusion_score, 0, 'f', 2));
   replot();
 }
 

@@ -4,13 +4,12 @@
 // A click on a cell asks for the images behind it.
 #pragma once
 
-#include <qcustomplot.h>
-
 #include "ui/analysis/analysis_data.h"
+#include "ui/analysis/titled_plot.h"
 
 namespace mrcnn::ui {
 
-class ConfusionPlot : public QCustomPlot {
+class ConfusionPlot : public TitledPlot {
   Q_OBJECT
 
  public:
@@ -28,14 +27,10 @@ class ConfusionPlot : public QCustomPlot {
  protected:
   void mousePressEvent(QMouseEvent* event) override;
   void mouseMoveEvent(QMouseEvent* event) override;
-  void changeEvent(QEvent* event) override;
 
  private:
-  void applyPalette();
-
   const TypeAnalysis* matrix_ = nullptr;
   QCPColorMap* map_;
-  QCPTextElement* title_;
   QList<QCPItemText*> labels_;
 };
 

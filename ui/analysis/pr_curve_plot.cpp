@@ -1,14 +1,8 @@
 #include "ui/analysis/pr_curve_plot.h"
 
-#include "ui/common/plot_style.h"
-
 namespace mrcnn::ui {
 
-PrCurvePlot::PrCurvePlot(QWidget* parent) : QCustomPlot(parent) {
-  plotLayout()->insertRow(0);
-  title_ = new QCPTextElement(this, tr("Precision-recall"),
-                              QFont(font().family(), font().pointSize(), QFont::Bold));
-  plotLayout()->addElement(0, 0, title_);
+PrCurvePlot::PrCurvePlot(QWidget* parent) : TitledPlot(tr("Precision-recall"), parent) {
   xAxis->setLabel(tr("recall"));
   yAxis->setLabel(tr("precision"));
   xAxis->setRange(0, 1);
@@ -37,9 +31,8 @@ PrCurvePlot::PrCurvePlot(QWidget* parent) : QCustomPlot(parent) {
   placeMarker();
 }
 
-void PrCurvePlot::applyPalette() {
-  const QColor grid = applyPlotPalette(this, palette());
-  title_->setTextColor(palette().color(QPalette::WindowText));
+QColor PrCurvePlot::applyPalette() {
+  const QColor grid = TitledPlot::applyPalette();
   legend->setBrush(palette().color(QPalette::Base));
   legend->setTextColor(palette().color(QPalette::Text));
   legend->setBorderPen(QPen(grid));
@@ -47,14 +40,7 @@ void PrCurvePlot::applyPalette() {
   text_->setColor(palette().color(QPalette::Text));
   text_->setBrush(palette().color(QPalette::Base));
   text_->setPen(QPen(grid));
-}
-
-void PrCurvePlot::changeEvent(QEvent* event) {
-  if (event->type() == QEvent::PaletteChange) {
-    applyPalette();
-    replot();
-  }
-  QCustomPlot::changeEvent(event);
+  return grid;
 }
 
 void PrCurvePlot::showClass(const ClassAnalysis* c, std::optional<double> threshold) {
@@ -70,7 +56,7 @@ void PrCurvePlot::showClass(const ClassAnalysis* c, std::optional<double> thresh
   };
   fill(curve50_, c ? c->precision50 : QVector<double>());
   fill(curve75_, c ? c->precision75 : QVector<double>());
-  title_->setText(c ? tr("Precision-recall: %1").arg(c->name) : tr("Precision-recall"));
+  setTitle(c ? tr("Precision-recall: %1").arg(c->name) : tr("Precision-recall"));
   marker_.reset();
   if (c && threshold) marker_ = c->pointAtScore(*threshold);
   placeMarker();

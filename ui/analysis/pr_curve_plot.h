@@ -3,15 +3,14 @@
 // sits on the point the threshold gives, the readout says its score, precision and recall.
 #pragma once
 
-#include <qcustomplot.h>
-
 #include <optional>
 
 #include "ui/analysis/analysis_data.h"
+#include "ui/analysis/titled_plot.h"
 
 namespace mrcnn::ui {
 
-class PrCurvePlot : public QCustomPlot {
+class PrCurvePlot : public TitledPlot {
   Q_OBJECT
 
  public:
@@ -33,11 +32,10 @@ class PrCurvePlot : public QCustomPlot {
   void mousePressEvent(QMouseEvent* event) override;
   void mouseMoveEvent(QMouseEvent* event) override;
   void mouseReleaseEvent(QMouseEvent* event) override;
-  void changeEvent(QEvent* event) override;
+  QColor applyPalette() override;
 
  private:
   void placeMarker();
-  void applyPalette();
 
   const ClassAnalysis* class_ = nullptr;
   std::optional<ClassPoint> marker_;
@@ -46,7 +44,6 @@ class PrCurvePlot : public QCustomPlot {
   QCPItemTracer* tracer_;
   QCPItemStraightLine* line_;
   QCPItemText* text_;
-  QCPTextElement* title_;
   bool dragging_ = false;
 };
 

@@ -1,7 +1,5 @@
 #include "ui/analysis/tide_plot.h"
 
-#include "ui/common/plot_style.h"
-
 namespace mrcnn::ui {
 namespace {
 
@@ -17,11 +15,7 @@ QColor barColour(int i) {
 
 }  // namespace
 
-TidePlot::TidePlot(QWidget* parent) : QCustomPlot(parent) {
-  plotLayout()->insertRow(0);
-  title_ = new QCPTextElement(this, tr("TIDE errors"),
-                              QFont(font().family(), font().pointSize(), QFont::Bold));
-  plotLayout()->addElement(0, 0, title_);
+TidePlot::TidePlot(QWidget* parent) : TitledPlot(tr("TIDE errors"), parent) {
   auto ticker = QSharedPointer<QCPAxisTickerText>::create();
   for (int i = 0; i < kTideTypes; ++i)
     ticker->addTick(i, QString::fromLatin1(kTideNames[static_cast<size_t>(i)]));
@@ -44,19 +38,6 @@ TidePlot::TidePlot(QWidget* parent) : QCustomPlot(parent) {
   applyPalette();
 }
 
-void TidePlot::applyPalette() {
-  applyPlotPalette(this, palette());
-  title_->setTextColor(palette().color(QPalette::WindowText));
-}
-
-void TidePlot::changeEvent(QEvent* event) {
-  if (event->type() == QEvent::PaletteChange) {
-    applyPalette();
-    replot();
-  }
-  QCustomPlot::changeEvent(event);
-}
-
 void TidePlot::showErrors(const TypeAnalysis* t) {
   values_.clear();
   for (QCPBars* bars : bars_)
@@ -65,7 +46,7 @@ void TidePlot::showErrors(const TypeAnalysis* t) {
     removeItem(label);
   labels_.clear();
   if (!t || !t->has_tide) {
-    title_->setText(tr("TIDE errors: not in this metrics file"));
+    setTitle(tr("TIDE errors: not in this metrics file"));
     replot();
     return;
   }
@@ -91,7 +72,7 @@ void TidePlot::showErrors(const TypeAnalysis* t) {
     labels_.append(label);
   }
   xAxis->setRange(0, top * 1.35);  // room for the labels
-  title_->setText(tr("TIDE errors at IoU .50 (TIDE's AP %1)").arg(t->tide_ap, 0, 'f', 1));
+  setTitle(tr("TIDE errors at IoU .50 (TIDE's AP %1)").arg(t->tide_ap, 0, 'f', 1));
   replot();
 }
 

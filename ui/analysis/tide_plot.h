@@ -3,13 +3,12 @@
 // number of errors of each type.
 #pragma once
 
-#include <qcustomplot.h>
-
 #include "ui/analysis/analysis_data.h"
+#include "ui/analysis/titled_plot.h"
 
 namespace mrcnn::ui {
 
-class TidePlot : public QCustomPlot {
+class TidePlot : public TitledPlot {
   Q_OBJECT
 
  public:
@@ -19,13 +18,7 @@ class TidePlot : public QCustomPlot {
   // The bar values shown, main types then FalsePos, FalseNeg (empty without TIDE data).
   QVector<double> values() const { return values_; }
 
- protected:
-  void changeEvent(QEvent* event) override;
-
  private:
-  void applyPalette();
-
-  QCPTextElement* title_;
   QList<QCPBars*> bars_;
   QList<QCPItemText*> labels_;  // "dAP (errors)" beside each bar
   QVector<double> values_;
