@@ -32,6 +32,7 @@
 #include "engine/train/run_dir.h"
 #include "engine/train/solver.h"
 #include "engine/train/stop_signal.h"
+#include "engine/train/tensorboard_writer.h"
 #include "engine/train/trainer.h"
 #include "engine/validation/validator.h"
 #include "io/atomic_file.h"
@@ -233,10 +234,9 @@ int TrainTask::run() {
     validator = std::make_unique<Validator>(val_gt, val_source,
                                             loaderOptionsFromSpec(loaded, /*training=*/false),
                                             s.maskrcnn_config().include_mask());
-    validator->setDatasetPaths(fs::absolute(data->val_json).string(),
-                               data->val_image_dir.empty()
-                                   ? std::string()
-                                   : fs::absolute(data->val_image_dir).string());
+    validator->setDatasetPaths(
+        fs::absolute(data->val_json).string(),
+        data->val_image_dir.empty() ? std::string() : fs::absolute(data->val_image_dir).string());
     // Evaluated in the precision it trains in (fp16 on the CPU was refused above).
     std::string unused;
     if (const auto precision = precisionFromSpec(s, device, &unused))
@@ -368,6 +368,12 @@ int runTrain(const TaskOptions& options, std::ostream& out, std::ostream& err) {
     else
       writer_options.stdout_fd = -1;
     train::EventWriter events(writer_options);
+    // Rank 0's events also become TensorBoard scalars, in <run dir>/tensorboard.
+    std::unique_ptr<train::TensorBoardWriter> tensorboard;
+    if (rank == 0) {
+      tensorboard = std::make_unique<train::TensorBoardWriter>(run_dir.tensorboardDir());
+      events.addListener([&tensorboard](const events::Event& e) { tensorboard->onEvent(e); });
+    }
     TrainTask task{options, loaded, *launch.env, run_dir, events, err};
     return task.run();
   } catch (const std::exception& e) {

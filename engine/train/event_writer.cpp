@@ -137,7 +137,8 @@ void EventWriter::write(events::Event event) {
       start = end == std::string::npos ? std::string::npos : end + 1;
     } while (start != std::string::npos);
   }
-  std::string line = events::toJsonLine(std::move(event));
+  const bool listened = !listeners_.empty();
+  std::string line = events::toJsonLine(listened ? events::Event(event) : std::move(event));
   line += '\n';
 
   if (options_.stdout_fd >= 0) {
@@ -147,6 +148,15 @@ void EventWriter::write(events::Event event) {
   }
   if (fd_ >= 0) appendWhole(fd_, line, options_.events_file);
   if (log_fd_ >= 0) appendWhole(log_fd_, text, options_.log_file);
+  if (listened) {
+    for (const Listener& listener : listeners_)
+      listener(event);
+  }
+}
+
+void EventWriter::addListener(Listener listener) {
+  std::lock_guard lock(mutex_);
+  listeners_.push_back(std::move(listener));
 }
 
 std::string localTimestamp(double unix_seconds) {

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -51,6 +52,11 @@ class EventWriter {
   // ignored.
   void write(events::Event event);
 
+  // Called with each event written, after the files (e.g. the TensorBoard writer); under the
+  // writer's lock, so events reach a listener in order. What it throws reaches write()'s caller.
+  using Listener = std::function<void(const events::Event&)>;
+  void addListener(Listener listener);
+
   bool active() const { return options_.rank == 0; }
   const std::filesystem::path& eventsFile() const { return options_.events_file; }
   const std::filesystem::path& logFile() const { return options_.log_file; }
@@ -60,6 +66,7 @@ class EventWriter {
   int fd_ = -1;
   int log_fd_ = -1;
   std::mutex mutex_;
+  std::vector<Listener> listeners_;
   // From the last start event: progress lines in log.txt say "of N".
   std::string task_;
   uint64_t total_steps_ = 0;

@@ -26,6 +26,8 @@ class RunDir {
   std::filesystem::path evalDir() const { return root_ / "eval"; }
   std::filesystem::path evalFile(uint64_t step) const;  // eval/step-N.json
   std::filesystem::path inferenceDir() const { return root_ / "inference"; }
+  // TensorBoard's event files (tensorboard_writer.h): a new one for each start or resume.
+  std::filesystem::path tensorboardDir() const { return root_ / "tensorboard"; }
 
   // Creates the root, checkpoints/ and eval/ (inference/ is made by the inference task).
   // Throws std::runtime_error naming the folder and the system's reason.

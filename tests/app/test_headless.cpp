@@ -20,6 +20,7 @@
 #include "specs/events.h"
 #include "specs/spec.h"
 #include "tests/common/process_run.h"
+#include "tests/common/reference_script.h"
 
 namespace {
 
@@ -222,6 +223,44 @@ class HeadlessTest : public QObject {
     QVERIFY2(r.code == 0, qPrintable(r.out + r.err));
     QVERIFY2(r.out.contains("shapes dataset up to date"), qPrintable(r.out));
     QVERIFY2(r.out.contains("resuming at step 4"), qPrintable(r.out));
+
+    // TensorBoard's own reader agrees with events.jsonl: each progress event's losses and
+    // learning rate and each evaluation's 12 stats of both types, at their steps (as 32-bit
+    // floats); one event file for the run and one for its resume.
+    if (qEnvironmentVariableIsEmpty("MRCNN_PYTHON")) return;
+    const QString read = dir.filePath("tensorboard.json");
+    const QString error = mrcnn::testing::runReferenceScript(
+        "tests/engine/train/tensorboard_oracle.py", {run + "tensorboard", read});
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    const QJsonObject board = QJsonDocument::fromJson(readFile(read)).object();
+    QCOMPARE(board["files"].toInt(), 2);
+    const QJsonObject scalars = board["scalars"].toObject();
+    const auto at = [&](const QString& tag, uint64_t step) -> std::optional<double> {
+      for (const QJsonValue& p : scalars[tag].toArray())
+        if (static_cast<uint64_t>(p[0].toInteger()) == step) return p[2].toDouble();
+      return std::nullopt;
+    };
+    const auto as_float = [](double v) { return static_cast<double>(static_cast<float>(v)); };
+    int progress = 0, evaluations = 0;
+    QString bad;
+    for (const auto& e : eventsOf(readFile(run + "events.jsonl"), &bad)) {
+      if (e.type() == "progress") {
+        QCOMPARE(at("loss/total", e.step()), as_float(e.losses().total()));
+        QCOMPARE(at("loss/mask", e.step()), as_float(e.losses().mask()));
+        QCOMPARE(at("train/learning_rate", e.step()), as_float(e.lr()));
+        ++progress;
+      } else if (e.type() == "eval") {
+        for (int i = 0; i < 12; ++i) {
+          static const char* names[12] = {"AP",  "AP50", "AP75",  "APs", "APm", "APl",
+                                          "AR1", "AR10", "AR100", "ARs", "ARm", "ARl"};
+          QCOMPARE(at(QString("eval/bbox_") + names[i], e.step()), as_float(e.bbox().stats(i)));
+          QCOMPARE(at(QString("eval/segm_") + names[i], e.step()), as_float(e.segm().stats(i)));
+        }
+        ++evaluations;
+      }
+    }
+    QCOMPARE(progress, 4);
+    QCOMPARE(evaluations, 3);  // at steps 2 and 4, and step 4 again by the resume
   }
 
   // The run's log.txt: every event in readable form, each line timestamped; a log event's

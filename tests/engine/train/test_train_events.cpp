@@ -1,6 +1,7 @@
 // The training run's outside (engine/train): the event schema's JSON round trip (every field)
 // and the event builders; the event writer (whole lines from many threads, never a torn line
-// on a full disk); the stop flag on real signals; the run directory's layout.
+// on a full disk); TensorBoard's event files (CRC-32C, read back by tensorboard's own reader,
+// never a torn record); the stop flag on real signals; the run directory's layout.
 #include <ATen/ATen.h>
 #include <google/protobuf/util/message_differencer.h>
 #include <signal.h>
@@ -8,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QTemporaryDir>
@@ -22,8 +24,11 @@
 #include "engine/train/event_writer.h"
 #include "engine/train/run_dir.h"
 #include "engine/train/stop_signal.h"
+#include "engine/train/tensorboard_writer.h"
 #include "specs/events.h"
+#include "specs/tensorboard.pb.h"
 #include "tests/common/files.h"
+#include "tests/common/reference_script.h"
 
 namespace fs = std::filesystem;
 namespace train = mrcnn::train;
@@ -261,6 +266,126 @@ class TrainEventsTest : public QObject {
     const std::string text = readAll(file);
     QVERIFY(text.ends_with("\n"));
     QCOMPARE(std::count(text.begin(), text.end(), '\n'), 1L);
+  }
+
+  // --- TensorBoard ---------------------------------------------------------------------------
+  void crc32cOfKnownInputs() {
+    // RFC 3720's check value and its 32 zero bytes.
+    QCOMPARE(train::crc32c("123456789", 9), 0xE3069283u);
+    const std::string zeros(32, '\0');
+    QCOMPARE(train::crc32c(zeros.data(), zeros.size()), 0x8A9136AAu);
+    QCOMPARE(train::crc32c("", 0), 0u);
+    const uint32_t crc = 0xE3069283u;
+    QCOMPARE(train::maskedCrc32c("123456789", 9), ((crc >> 15) | (crc << 17)) + 0xA282EAD8u);
+  }
+
+  // The events of a training run, written through the event writer's listener, read back by
+  // tensorboard's EventAccumulator: every scalar at its step with the event's value (as a
+  // 32-bit float) and time.
+  void tensorboardReadsTheEventsAsWritten() {
+    if (qEnvironmentVariableIsEmpty("MRCNN_PYTHON"))
+      QSKIP("MRCNN_PYTHON is not set (run through ctest)");
+    QTemporaryDir dir;
+    const fs::path root(dir.path().toStdString());
+    train::EventWriter writer({root / "events.jsonl", -1, 0});
+    train::TensorBoardWriter tb(root / "tensorboard");
+    writer.addListener([&tb](const events::Event& e) { tb.onEvent(e); });
+    writer.write(train::startEvent("train", "spec.txt", root.string(), "cpu", 1, 50, 0, "test"));
+    std::vector<events::Event> written;
+    for (uint64_t step = 10; step <= 50; step += 10) {
+      events::Event e;
+      e.set_type("progress");
+      e.set_time(1795000000.25 + static_cast<double>(step));
+      e.set_step(step);
+      e.set_lr(0.02 / static_cast<double>(step));
+      e.set_images_per_second(3.5 + static_cast<double>(step) / 7);
+      e.set_data_wait_share(0.125);
+      e.mutable_memory()->set_rss_mib(1234.5);
+      events::Losses* l = e.mutable_losses();
+      l->set_total(2.0 / static_cast<double>(step));
+      l->set_rpn_objectness(0.1);
+      l->set_rpn_box(0.2);
+      l->set_fast_rcnn_class(0.3);
+      l->set_fast_rcnn_box(0.4);
+      l->set_mask(0.5 + 1e-3 * static_cast<double>(step));
+      writer.write(e);
+      written.push_back(e);
+    }
+    events::Event eval;
+    eval.set_type("eval");
+    eval.set_time(1795000100.5);
+    eval.set_step(50);
+    for (int i = 0; i < 12; ++i) {
+      eval.mutable_bbox()->add_stats(0.01 * i);
+      eval.mutable_segm()->add_stats(i == 3 ? -1.0 : 0.02 * i);
+    }
+    writer.write(eval);
+    writer.write(train::logEvent("not a scalar"));
+
+    QString log;
+    const QString out = dir.filePath("read.json");
+    const QString error = mrcnn::testing::runReferenceScript(
+        "tests/engine/train/tensorboard_oracle.py",
+        {QString::fromStdString((root / "tensorboard").string()), out}, &log);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    const QJsonObject read =
+        QJsonDocument::fromJson(QByteArray::fromStdString(readAll(out.toStdString()))).object();
+    QCOMPARE(read["files"].toInt(), 1);
+    const QJsonObject scalars = read["scalars"].toObject();
+    const auto check = [&](const QString& tag, uint64_t step, double wall_time, double value) {
+      for (const QJsonValue& point : scalars[tag].toArray()) {
+        const QJsonArray p = point.toArray();
+        if (static_cast<uint64_t>(p[0].toInteger()) != step) continue;
+        return p[1].toDouble() == wall_time &&
+               p[2].toDouble() == static_cast<double>(static_cast<float>(value));
+      }
+      return false;
+    };
+    for (const events::Event& e : written) {
+      const uint64_t s = e.step();
+      QVERIFY(check("loss/total", s, e.time(), e.losses().total()));
+      QVERIFY(check("loss/mask", s, e.time(), e.losses().mask()));
+      QVERIFY(check("loss/rpn_objectness", s, e.time(), e.losses().rpn_objectness()));
+      QVERIFY(check("train/learning_rate", s, e.time(), e.lr()));
+      QVERIFY(check("train/images_per_second", s, e.time(), e.images_per_second()));
+      QVERIFY(check("train/data_wait_share", s, e.time(), e.data_wait_share()));
+      QVERIFY(check("memory/rss_mib", s, e.time(), e.memory().rss_mib()));
+    }
+    QCOMPARE(scalars["loss/total"].toArray().size(), static_cast<qsizetype>(written.size()));
+    QVERIFY(check("eval/bbox_AP", 50, eval.time(), 0.0));
+    QVERIFY(check("eval/bbox_ARl", 50, eval.time(), 0.11));
+    QVERIFY(check("eval/segm_AP50", 50, eval.time(), 0.02));
+    QVERIFY(check("eval/segm_APs", 50, eval.time(), -1.0));
+    QVERIFY(!scalars.contains("memory/device_mib"));  // no GPU memory in these events
+    QCOMPARE(scalars.size(), 6 + 3 + 1 + 24);
+  }
+
+  void tensorboardNeverLeavesATornRecord() {
+    QTemporaryDir dir;
+    const fs::path folder = fs::path(dir.path().toStdString()) / "tensorboard";
+    const pid_t pid = ::fork();
+    QVERIFY(pid >= 0);
+    if (pid == 0) {
+      ::signal(SIGXFSZ, SIG_IGN);
+      train::TensorBoardWriter tb(folder);
+      tb.scalar("loss/total", 1.5, 1, 1795000000.0);
+      const off_t size = static_cast<off_t>(fs::file_size(tb.file()));
+      rlimit limit{};
+      ::getrlimit(RLIMIT_FSIZE, &limit);
+      limit.rlim_cur = static_cast<rlim_t>(size + 10);
+      ::setrlimit(RLIMIT_FSIZE, &limit);
+      try {
+        tb.scalar("a tag long enough not to fit in ten bytes", 2.5, 2, 1795000001.0);
+        ::_exit(2);  // no error reported
+      } catch (const std::runtime_error& e) {
+        if (std::string(e.what()).find(tb.file().string()) != 0) ::_exit(3);
+      }
+      ::_exit(static_cast<off_t>(fs::file_size(tb.file())) == size ? 0 : 4);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    QVERIFY(WIFEXITED(status));
+    QCOMPARE(WEXITSTATUS(status), 0);
   }
 
   // --- stop signal ---------------------------------------------------------------------------

@@ -1,0 +1,54 @@
+// TensorBoard's event files, written by the engine itself: <run dir>/tensorboard/
+// events.out.tfevents.<unix seconds>.<host>.<pid>, a sequence of TFRecord records (a little-
+// endian uint64 length, its masked CRC-32C, the serialized Event of specs/tensorboard.proto,
+// its masked CRC-32C), the first holding the file version. The training run's events become
+// scalars as they are written (onEvent, hooked to the EventWriter): every loss, the learning
+// rate, images/s, the data wait, memory, the loss scale, and the 12 COCO stats of each IoU
+// type at each evaluation, tagged in groups ("loss/total", "train/learning_rate",
+// "eval/bbox_AP50", ...). A record goes out in one write(2); a short write (a full disk) is
+// cut back and reported, so a reader never sees a torn record.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <mutex>
+#include <string>
+
+#include "specs/events.h"
+
+namespace mrcnn::tensorboard {
+class Event;
+}
+
+namespace mrcnn::train {
+
+// CRC-32C (Castagnoli), and TFRecord's masking of it.
+uint32_t crc32c(const void* data, std::size_t size);
+uint32_t maskedCrc32c(const void* data, std::size_t size);
+
+class TensorBoardWriter {
+ public:
+  // Creates `dir` and a new event file in it, with the file-version record. Throws
+  // std::runtime_error naming the file and the system's reason.
+  explicit TensorBoardWriter(const std::filesystem::path& dir);
+  ~TensorBoardWriter();
+  TensorBoardWriter(const TensorBoardWriter&) = delete;
+  TensorBoardWriter& operator=(const TensorBoardWriter&) = delete;
+
+  void scalar(const std::string& tag, double value, int64_t step, double wall_time);
+  // One record holding several values (a progress or eval event's scalars).
+  void write(const tensorboard::Event& event);
+
+  // The engine's events as scalars (progress and eval; the others carry none).
+  void onEvent(const events::Event& event);
+
+  const std::filesystem::path& file() const { return file_; }
+
+ private:
+  std::filesystem::path file_;
+  int fd_ = -1;
+  std::mutex mutex_;
+};
+
+}  // namespace mrcnn::train

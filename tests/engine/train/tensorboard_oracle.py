@@ -1,0 +1,32 @@
+"""TensorBoard's own reader as the oracle of the engine's event files.
+
+  tensorboard_oracle.py DIR OUT.json
+
+Loads every events.out.tfevents.* file of DIR with tensorboard's EventAccumulator (which
+checks each record's CRC-32C) and writes {"files": N, "scalars": {tag: [[step, wall_time,
+value], ...]}} in the order read.
+"""
+import glob
+import json
+import os
+import sys
+
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+
+def main():
+    directory, out = sys.argv[1], sys.argv[2]
+    files = sorted(glob.glob(os.path.join(directory, "events.out.tfevents.*")))
+    scalars = {}
+    for path in files:
+        acc = EventAccumulator(path, size_guidance={"scalars": 0})
+        acc.Reload()
+        for tag in acc.Tags()["scalars"]:
+            scalars.setdefault(tag, []).extend(
+                [e.step, e.wall_time, e.value] for e in acc.Scalars(tag))
+    with open(out, "w") as f:
+        json.dump({"files": len(files), "scalars": scalars}, f)
+
+
+if __name__ == "__main__":
+    main()
