@@ -1,6 +1,7 @@
 #include "engine/train/tensorboard_writer.h"
 
 #include <fcntl.h>
+#include <simdjson.h>
 #include <unistd.h>
 
 #include <array>
@@ -8,7 +9,9 @@
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
+#include <string_view>
 #include <system_error>
+#include <vector>
 
 #include "specs/tensorboard.pb.h"
 
@@ -51,6 +54,89 @@ void add(tensorboard::Summary& summary, const std::string& tag, double value) {
 // pycocotools' summarize() order, as the tags name them.
 constexpr const char* kStatNames[12] = {"AP",  "AP50", "AP75",  "APs", "APm", "APl",
                                         "AR1", "AR10", "AR100", "ARs", "ARm", "ARl"};
+
+constexpr int kPrThresholds = 101;  // score thresholds 0, .01, ..., 1
+
+// One class's pr_curves summary from the metrics file's .50 curve: at each score threshold
+// the last recall point its detections reach (pr_scores), its precision and recall, and the
+// counts they imply for `objects` ground-truth objects (true negatives: 0).
+void addPrCurve(tensorboard::Summary& summary, const std::string& tag,
+                const std::vector<double>& precision, const std::vector<double>& scores,
+                int64_t objects) {
+  std::array<std::vector<float>, 6> rows;  // TP, FP, TN, FN, precision, recall
+  for (auto& row : rows)
+    row.assign(kPrThresholds, 0.0f);
+  const auto g = static_cast<double>(objects);
+  for (int i = 0; i < kPrThresholds; ++i) {
+    const double threshold = i / static_cast<double>(kPrThresholds - 1);
+    int reached = -1;
+    for (int r = static_cast<int>(std::min(precision.size(), scores.size())) - 1; r >= 0; --r) {
+      if (precision[static_cast<size_t>(r)] > 0 && scores[static_cast<size_t>(r)] >= threshold) {
+        reached = r;
+        break;
+      }
+    }
+    const double p = reached >= 0 ? precision[static_cast<size_t>(reached)] : 0.0;
+    const double recall = reached >= 0 ? reached / 100.0 : 0.0;
+    const double tp = recall * g;
+    const double fp = p > 0 ? tp * (1 - p) / p : 0.0;
+    const auto at = static_cast<size_t>(i);
+    rows[0][at] = static_cast<float>(tp);
+    rows[1][at] = static_cast<float>(fp);
+    rows[3][at] = static_cast<float>(g - tp);
+    rows[4][at] = static_cast<float>(p);
+    rows[5][at] = static_cast<float>(recall);
+  }
+  tensorboard::Summary::Value* v = summary.add_value();
+  v->set_tag(tag);
+  tensorboard::PrCurvePluginData plugin;
+  plugin.set_num_thresholds(kPrThresholds);
+  v->mutable_metadata()->mutable_plugin_data()->set_plugin_name("pr_curves");
+  v->mutable_metadata()->mutable_plugin_data()->set_content(plugin.SerializeAsString());
+  tensorboard::TensorProto& t = *v->mutable_tensor();
+  t.set_dtype(1);
+  t.mutable_tensor_shape()->add_dim()->set_size(6);
+  t.mutable_tensor_shape()->add_dim()->set_size(kPrThresholds);
+  for (const auto& row : rows)
+    for (float x : row)
+      t.add_float_val(x);
+}
+
+// The PR curves of an evaluation's metrics file (pr_curves/<type>/<class name>), for the
+// classes with ground truth; nothing when the file cannot be read (it is the run's own).
+void addPrCurves(tensorboard::Summary& summary, const std::string& metrics_path) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (metrics_path.empty() || parser.load(metrics_path).get(doc) != simdjson::SUCCESS) return;
+  for (const char* type : {"bbox", "segm"}) {
+    simdjson::dom::object section;
+    if (doc[type].get(section) != simdjson::SUCCESS) continue;
+    simdjson::dom::array ids, matrix;
+    if (section["confusion"]["categories"].get(ids) != simdjson::SUCCESS ||
+        section["confusion"]["matrix"].get(matrix) != simdjson::SUCCESS)
+      continue;
+    size_t k = 0;
+    for (simdjson::dom::element id_value : ids) {
+      const std::string id = std::to_string(int64_t(id_value));
+      int64_t objects = 0;
+      for (int64_t n : matrix.at(k++).get_array())
+        objects += n;
+      std::vector<double> precision, scores;
+      simdjson::dom::array curve, score_curve;
+      if (objects == 0 || section["pr_curves"][id]["0.50"].get(curve) != simdjson::SUCCESS ||
+          section["pr_scores"][id]["0.50"].get(score_curve) != simdjson::SUCCESS)
+        continue;
+      for (double x : curve)
+        precision.push_back(x);
+      for (double x : score_curve)
+        scores.push_back(x);
+      std::string name = id;
+      if (std::string_view n; doc["category_names"][id].get(n) == simdjson::SUCCESS) name = n;
+      addPrCurve(summary, std::string("pr_curves/") + type + "/" + name, precision, scores,
+                 objects);
+    }
+  }
+}
 
 }  // namespace
 
@@ -152,6 +238,7 @@ void TensorBoardWriter::onEvent(const events::Event& in) {
       for (int i = 0; i < stats->stats_size() && i < 12; ++i)
         add(s, std::string("eval/") + type + "_" + kStatNames[i], stats->stats(i));
     }
+    addPrCurves(s, in.metrics_path());
   }
   if (s.value_size() > 0) write(e);
 }

@@ -4,7 +4,8 @@
 
 Loads every events.out.tfevents.* file of DIR with tensorboard's EventAccumulator (which
 checks each record's CRC-32C) and writes {"files": N, "scalars": {tag: [[step, wall_time,
-value], ...]}} in the order read.
+value], ...]}, "tensors": {tag: [[step, plugin name, shape, [values row-major]], ...]}} in the
+order read.
 """
 import glob
 import json
@@ -12,20 +13,27 @@ import os
 import sys
 
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+from tensorboard.util import tensor_util
 
 
 def main():
     directory, out = sys.argv[1], sys.argv[2]
     files = sorted(glob.glob(os.path.join(directory, "events.out.tfevents.*")))
-    scalars = {}
+    scalars, tensors = {}, {}
     for path in files:
-        acc = EventAccumulator(path, size_guidance={"scalars": 0})
+        acc = EventAccumulator(path, size_guidance={"scalars": 0, "tensors": 0})
         acc.Reload()
         for tag in acc.Tags()["scalars"]:
             scalars.setdefault(tag, []).extend(
                 [e.step, e.wall_time, e.value] for e in acc.Scalars(tag))
+        for tag in acc.Tags()["tensors"]:
+            plugin = acc.SummaryMetadata(tag).plugin_data.plugin_name
+            for e in acc.Tensors(tag):
+                array = tensor_util.make_ndarray(e.tensor_proto)
+                tensors.setdefault(tag, []).append(
+                    [e.step, plugin, list(array.shape), array.ravel().tolist()])
     with open(out, "w") as f:
-        json.dump({"files": len(files), "scalars": scalars}, f)
+        json.dump({"files": len(files), "scalars": scalars, "tensors": tensors}, f)
 
 
 if __name__ == "__main__":

@@ -319,6 +319,19 @@ class TrainEventsTest : public QObject {
       eval.mutable_bbox()->add_stats(0.01 * i);
       eval.mutable_segm()->add_stats(i == 3 ? -1.0 : 0.02 * i);
     }
+    // Its metrics file, made by hand: one class (id 7, "kite") with 10 objects whose .50 curve
+    // has precision 1 to recall .50 (detections scoring .9) and .5 to recall .80 (scoring .4).
+    std::string precision = "[", scores = "[";
+    for (int r = 0; r <= 100; ++r) {
+      precision += (r ? "," : "") + std::string(r <= 50 ? "1.0" : r <= 80 ? "0.5" : "0");
+      scores += (r ? "," : "") + std::string(r <= 50 ? "0.9" : r <= 80 ? "0.4" : "0");
+    }
+    const fs::path metrics = root / "step-50.json";
+    std::ofstream(metrics) << R"({"segm": {"pr_curves": {"7": {"0.50": )" << precision
+                           << R"(]}}, "pr_scores": {"7": {"0.50": )" << scores
+                           << R"(]}}, "confusion": {"categories": [7], "matrix": [[7, 3], [1, 0]]}},
+                               "category_names": {"7": "kite"}})";
+    eval.set_metrics_path(metrics.string());
     writer.write(eval);
     writer.write(train::logEvent("not a scalar"));
 
@@ -358,6 +371,36 @@ class TrainEventsTest : public QObject {
     QVERIFY(check("eval/segm_APs", 50, eval.time(), -1.0));
     QVERIFY(!scalars.contains("memory/device_mib"));  // no GPU memory in these events
     QCOMPARE(scalars.size(), 6 + 3 + 1 + 24);
+    // The class's PR curve for TensorBoard's pr_curves plugin, worked out by hand: at score
+    // thresholds up to .40 the curve reaches recall .80 at precision .5 (8 true, 8 false
+    // positives, 2 missed), up to .90 recall .50 at precision 1 (5, 0, 5), above it nothing.
+    const QJsonArray curve = read["tensors"].toObject()["pr_curves/segm/kite"].toArray();
+    QCOMPARE(curve.size(), 1);
+    const QJsonArray c = curve[0].toArray();
+    QCOMPARE(c[0].toInteger(), 50);
+    QCOMPARE(c[1].toString(), QString("pr_curves"));
+    QCOMPARE(c[2].toArray(), (QJsonArray{6, 101}));
+    const QJsonArray v = c[3].toArray();
+    const auto cell = [&v](int row, int threshold) { return v[row * 101 + threshold].toDouble(); };
+    for (int i = 0; i <= 100; ++i) {
+      const double want[6] = {i <= 40   ? 8.0
+                              : i <= 90 ? 5.0
+                                        : 0.0,
+                              i <= 40 ? 8.0 : 0.0,
+                              0.0,
+                              i <= 40   ? 2.0
+                              : i <= 90 ? 5.0
+                                        : 10.0,
+                              i <= 40   ? 0.5
+                              : i <= 90 ? 1.0
+                                        : 0.0,
+                              i <= 40   ? 0.8
+                              : i <= 90 ? 0.5
+                                        : 0.0};
+      for (int row = 0; row < 6; ++row)
+        QVERIFY2(std::abs(cell(row, i) - want[row]) < 1e-6,
+                 qPrintable(QString("row %1 threshold %2: %3").arg(row).arg(i).arg(cell(row, i))));
+    }
   }
 
   void tensorboardNeverLeavesATornRecord() {
