@@ -38,6 +38,13 @@ TidePlot::TidePlot(QWidget* parent) : TitledPlot(tr("TIDE errors"), parent) {
   applyPalette();
 }
 
+QColor TidePlot::applyPalette() {
+  const QColor grid = TitledPlot::applyPalette();
+  for (QCPItemText* label : labels_)
+    label->setColor(palette().color(QPalette::Text));
+  return grid;
+}
+
 void TidePlot::showErrors(const TypeAnalysis* t) {
   values_.clear();
   for (QCPBars* bars : bars_)

@@ -18,6 +18,9 @@ class TidePlot : public TitledPlot {
   // The bar values shown, main types then FalsePos, FalseNeg (empty without TIDE data).
   QVector<double> values() const { return values_; }
 
+ protected:
+  QColor applyPalette() override;  // the labels too
+
  private:
   QList<QCPBars*> bars_;
   QList<QCPItemText*> labels_;  // "dAP (errors)" beside each bar
