@@ -1,5 +1,6 @@
 #include "ui/spec_editor/spec_editor.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
 #include <QEvent>
@@ -10,6 +11,7 @@
 #include <QHBoxLayout>
 #include <QHelpEvent>
 #include <QLabel>
+#include <QLineEdit>
 #include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QPushButton>
@@ -79,7 +81,32 @@ SpecEditor::SpecEditor(QWidget* parent)
   text_->setLineWrapMode(QPlainTextEdit::NoWrap);
   text_->setTabStopDistance(8 * text_->fontMetrics().horizontalAdvance(u' '));
   text_->viewport()->installEventFilter(this);
-  splitter_->addWidget(form_);
+  // Above the form: find a field by name or help, or show only what the spec changes.
+  auto* form_side = new QWidget(this);
+  auto* form_column = new QVBoxLayout(form_side);
+  form_column->setContentsMargins(0, 0, 0, 0);
+  auto* find_bar = new QHBoxLayout;
+  find_bar->setContentsMargins(6, 0, 6, 0);
+  find_ = new QLineEdit(form_side);
+  find_->setPlaceholderText(tr("Find a field (name or help)"));
+  find_->setClearButtonEnabled(true);
+  changed_only_ = new QCheckBox(tr("Changed from default"), form_side);
+  changed_only_->setToolTip(
+      tr("Show only the fields the spec sets to another value than their default"));
+  find_count_ = new QLabel(form_side);
+  find_bar->addWidget(find_, 1);
+  find_bar->addWidget(changed_only_);
+  find_bar->addWidget(find_count_);
+  form_column->addLayout(find_bar);
+  form_column->addWidget(form_, 1);
+  const auto filter = [this] {
+    const int shown = form_->setFilter(find_->text(), changed_only_->isChecked());
+    const bool filtering = !find_->text().trimmed().isEmpty() || changed_only_->isChecked();
+    find_count_->setText(filtering ? tr("%n field(s)", nullptr, shown) : QString());
+  };
+  connect(find_, &QLineEdit::textChanged, this, filter);
+  connect(changed_only_, &QCheckBox::toggled, this, filter);
+  splitter_->addWidget(form_side);
   splitter_->addWidget(text_);
   splitter_->setStretchFactor(0, 1);
   splitter_->setStretchFactor(1, 1);

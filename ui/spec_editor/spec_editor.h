@@ -14,8 +14,10 @@
 
 #include "specs/spec.h"
 
+class QCheckBox;
 class QComboBox;
 class QLabel;
+class QLineEdit;
 class QPlainTextEdit;
 class QSplitter;
 class QTimer;
@@ -76,6 +78,9 @@ class SpecEditor : public QWidget {
   SpecForm* form() const { return form_; }
   QPlainTextEdit* textEdit() const { return text_; }
   QSplitter* splitter() const { return splitter_; }
+  // The form's filter: the text a field's name or help must contain, "changed from default".
+  QLineEdit* findField() const { return find_; }
+  QCheckBox* changedOnly() const { return changed_only_; }
   SpecHighlighter* highlighter() const { return highlighter_; }
 
  public slots:
@@ -123,6 +128,9 @@ class SpecEditor : public QWidget {
   QPlainTextEdit* text_;
   SpecHighlighter* highlighter_ = nullptr;
   QSplitter* splitter_;
+  QLineEdit* find_ = nullptr;
+  QCheckBox* changed_only_ = nullptr;
+  QLabel* find_count_ = nullptr;
   QComboBox* task_;
   QLabel* state_;
   QLabel* disk_;  // the disk notice, shown while there is one

@@ -6,6 +6,7 @@
 #include <QVBoxLayout>
 
 #include "ui/spec_editor/field_editors.h"
+#include "ui/spec_editor/form_sections.h"
 
 namespace mrcnn::ui {
 namespace gp = google::protobuf;
@@ -16,23 +17,81 @@ SpecForm::SpecForm(QWidget* parent) : QScrollArea(parent) {
   setWidget(buildMessage(spec::Experiment::descriptor(), {}));
 }
 
-QWidget* SpecForm::buildMessage(const gp::Descriptor* descriptor, const QString& prefix) {
-  auto* page = new QWidget;
-  auto* column = new QVBoxLayout(page);
+namespace {
+
+QFormLayout* newForm() {
   auto* form = new QFormLayout;
   form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
   form->setLabelAlignment(Qt::AlignRight | Qt::AlignVCenter);
-  column->addLayout(form);
+  return form;
+}
+
+// Whether a field present in `message` holds another value than its default.
+bool differsFromDefault(const gp::Message& message, const gp::FieldDescriptor* f) {
+  const gp::Reflection* r = message.GetReflection();
+  if (f->is_repeated()) return r->FieldSize(message, f) > 0;
+  if (!r->HasField(message, f)) return false;
+  switch (f->cpp_type()) {
+    case gp::FieldDescriptor::CPPTYPE_INT32:
+      return r->GetInt32(message, f) != f->default_value_int32();
+    case gp::FieldDescriptor::CPPTYPE_INT64:
+      return r->GetInt64(message, f) != f->default_value_int64();
+    case gp::FieldDescriptor::CPPTYPE_UINT32:
+      return r->GetUInt32(message, f) != f->default_value_uint32();
+    case gp::FieldDescriptor::CPPTYPE_UINT64:
+      return r->GetUInt64(message, f) != f->default_value_uint64();
+    case gp::FieldDescriptor::CPPTYPE_DOUBLE:
+      return r->GetDouble(message, f) != f->default_value_double();
+    case gp::FieldDescriptor::CPPTYPE_FLOAT:
+      return r->GetFloat(message, f) != f->default_value_float();
+    case gp::FieldDescriptor::CPPTYPE_BOOL:
+      return r->GetBool(message, f) != f->default_value_bool();
+    case gp::FieldDescriptor::CPPTYPE_ENUM:
+      return r->GetEnumValue(message, f) != f->default_value_enum()->number();
+    case gp::FieldDescriptor::CPPTYPE_STRING:
+      return r->GetString(message, f) != f->default_value_string();
+    case gp::FieldDescriptor::CPPTYPE_MESSAGE:
+      return true;
+  }
+  return true;
+}
+
+}  // namespace
+
+QWidget* SpecForm::buildMessage(const gp::Descriptor* descriptor, const QString& prefix) {
+  auto* page = new QWidget;
+  auto* column = new QVBoxLayout(page);
+  // A block with sections: a titled box each, in the table's order; else one plain form.
+  const QString block = prefix.endsWith(u'.') ? prefix.chopped(1) : prefix;
+  QHash<QString, QFormLayout*> forms;
+  QHash<QString, QGroupBox*> boxes;
+  for (const QString& title : formSectionsOf(block)) {
+    auto* box = new QGroupBox(title, page);
+    auto* form = newForm();
+    box->setLayout(form);
+    column->addWidget(box);
+    forms.insert(title, form);
+    boxes.insert(title, box);
+    sections_.insert(block + u'/' + title, box);
+  }
+  QFormLayout* plain = nullptr;
+  if (forms.isEmpty()) {
+    plain = newForm();
+    column->addLayout(plain);
+  }
   // Scalars first, then the blocks, each in the proto's order: a block is a group below.
   for (int i = 0; i < descriptor->field_count(); ++i) {
     const gp::FieldDescriptor* f = descriptor->field(i);
     if (f->cpp_type() == gp::FieldDescriptor::CPPTYPE_MESSAGE) continue;
     const QString path = prefix + QString::fromStdString(f->name());
+    const QString title = formSectionOf(path);
+    QFormLayout* form = plain ? plain : forms.value(title);
     FieldEditor* editor = FieldEditor::create(f, page);
     auto* label = new QLabel(QString::fromStdString(f->name()), page);
     label->setToolTip(helpOf(f));
     label->setBuddy(editor->input());
     form->addRow(label, editor);
+    rows_.insert(path, Row{form, form->rowCount() - 1, plain ? nullptr : boxes.value(title)});
     editors_.insert(path, editor);
     connect(editor, &FieldEditor::edited, this,
             [this, path](const QString& literal) { emit fieldEdited(path, literal); });
@@ -55,12 +114,52 @@ QWidget* SpecForm::buildMessage(const gp::Descriptor* descriptor, const QString&
     connect(group, &QGroupBox::clicked, this,
             [this, path](bool on) { emit blockToggled(path, on); });
   }
+  // A section the table names but the schema has no field of (none today) stays out.
+  for (auto it = boxes.cbegin(); it != boxes.cend(); ++it)
+    if (forms.value(it.key())->rowCount() == 0) it.value()->hide();
   if (prefix.isEmpty()) column->addStretch(1);
   return page;
 }
 
+int SpecForm::setFilter(const QString& text, bool changed_only) {
+  filter_text_ = text.trimmed();
+  changed_only_ = changed_only;
+  applyFilter();
+  int shown = 0;
+  for (auto it = rows_.cbegin(); it != rows_.cend(); ++it)
+    shown += isFieldShown(it.key());
+  return shown;
+}
+
+bool SpecForm::isFieldShown(const QString& path) const {
+  if (changed_only_ && !changed_.contains(path)) return false;
+  if (filter_text_.isEmpty()) return true;
+  const FieldEditor* e = editors_.value(path);
+  return path.contains(filter_text_, Qt::CaseInsensitive) ||
+         (e && helpOf(e->field()).contains(filter_text_, Qt::CaseInsensitive));
+}
+
+void SpecForm::applyFilter() {
+  QSet<QGroupBox*> used_sections;
+  QSet<QString> used_blocks;
+  for (auto it = rows_.cbegin(); it != rows_.cend(); ++it) {
+    const bool shown = isFieldShown(it.key());
+    it->form->setRowVisible(it->row, shown);
+    if (!shown) continue;
+    if (it->section) used_sections.insert(it->section);
+    for (qsizetype dot = it.key().indexOf(u'.'); dot >= 0; dot = it.key().indexOf(u'.', dot + 1))
+      used_blocks.insert(it.key().left(dot));
+  }
+  const bool filtering = changed_only_ || !filter_text_.isEmpty();
+  for (QGroupBox* box : std::as_const(sections_))
+    box->setVisible(!filtering ? box->layout()->count() > 0 : used_sections.contains(box));
+  for (auto it = groups_.cbegin(); it != groups_.cend(); ++it)
+    it.value()->setVisible(!filtering || used_blocks.contains(it.key()));
+}
+
 void SpecForm::showSpec(const spec::Experiment& spec) {
   showMessage(spec, {});
+  if (changed_only_) applyFilter();
 }
 
 void SpecForm::showMessage(const gp::Message& message, const QString& prefix) {
@@ -78,6 +177,10 @@ void SpecForm::showMessage(const gp::Message& message, const QString& prefix) {
       showMessage(r->GetMessage(message, f), path + u'.');
     } else if (FieldEditor* editor = editors_.value(path)) {
       editor->showValue(message);
+      if (differsFromDefault(message, f))
+        changed_.insert(path);
+      else
+        changed_.remove(path);
     }
   }
 }

@@ -17,6 +17,7 @@
 #include <QtTest>
 
 #include "ui/spec_editor/field_editors.h"
+#include "ui/spec_editor/form_sections.h"
 #include "ui/spec_editor/problems_view.h"
 #include "ui/spec_editor/spec_editor.h"
 #include "ui/spec_editor/spec_form.h"
@@ -165,6 +166,65 @@ class SpecEditorTest : public QObject {
       QVERIFY2(spectext::findField(spectext::clearField(text, path), path).isEmpty(),
                qPrintable(path));
     }
+  }
+
+  // The form finds its fields: every field of the top level, data_config and maskrcnn_config
+  // sits in a named section (none left in "Other": the table covers the schema); the find box
+  // keeps the fields whose name or help has the text; "changed from default" keeps those the
+  // sample spec sets to another value than the default (seed: 123 and momentum: 0.9 are the
+  // defaults and hide); empty sections and blocks hide.
+  void formSectionsAndFilter() {
+    SpecEditor editor;
+    QVERIFY(editor.openFile(sourcePath(u"specs/shapes_resnet18.txt"_qs)));
+    SpecForm* form = editor.form();
+    for (const QString& path : form->fieldPaths()) {
+      const QString block = path.contains(u'.') ? path.section(u'.', 0, -2) : QString();
+      if (!block.isEmpty() && block != u"data_config"_qs && block != u"maskrcnn_config"_qs)
+        continue;
+      const QString title = formSectionOf(path);
+      QVERIFY2(!title.isEmpty() && title != u"Other"_qs, qPrintable(path));
+      QGroupBox* box = form->section(block + u'/' + title);
+      QVERIFY2(box && box->isAncestorOf(form->editor(path)), qPrintable(path));
+    }
+    QVERIFY(form->section(u"/Learning rate"_qs)->isAncestorOf(form->editor(u"warmup_steps"_qs)));
+    QVERIFY(form->section(u"maskrcnn_config/Anchors"_qs)
+                ->isAncestorOf(form->editor(u"maskrcnn_config.anchor_scale"_qs)));
+
+    editor.resize(1200, 800);
+    editor.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&editor));
+    QTest::keyClicks(editor.findField(), u"WARMUP"_qs);
+    QVERIFY(form->isFieldShown(u"warmup_steps"_qs));
+    QVERIFY(form->isFieldShown(u"warmup_learning_rate"_qs));
+    QVERIFY(!form->isFieldShown(u"total_steps"_qs));
+    QVERIFY(!form->editor(u"total_steps"_qs)->isVisible());
+    QVERIFY(form->editor(u"warmup_steps"_qs)->isVisible());
+    QVERIFY(!form->section(u"/Optimizer"_qs)->isVisible());
+    QVERIFY(!form->group(u"maskrcnn_config"_qs)->isVisible());
+    // By help: "aspect_ratios" says "(width, height)".
+    editor.findField()->setText(u"width, height"_qs);
+    QVERIFY(form->isFieldShown(u"maskrcnn_config.aspect_ratios"_qs));
+    QVERIFY(form->group(u"maskrcnn_config"_qs)->isVisible());
+    QVERIFY(form->section(u"maskrcnn_config/Anchors"_qs)->isVisible());
+
+    editor.findField()->clear();
+    editor.changedOnly()->setChecked(true);
+    for (const char* changed : {"total_steps", "train_batch_size", "warmup_steps", "use_amp",
+                                "data_config.num_classes", "maskrcnn_config.nlayers"})
+      QVERIFY2(form->isFieldShown(QString::fromLatin1(changed)), changed);
+    for (const char* same : {"seed", "momentum", "init_learning_rate", "data_config.n_workers",
+                             "maskrcnn_config.arch", "l1_weight_decay"})
+      QVERIFY2(!form->isFieldShown(QString::fromLatin1(same)), same);
+    QVERIFY(!form->editor(u"seed"_qs)->isVisible());
+    // The text changes seed to another value: the form follows and shows it.
+    editor.textEdit()->setPlainText(
+        editor.textEdit()->toPlainText().replace(u"seed: 123"_qs, u"seed: 7"_qs));
+    editor.validateNow();
+    QVERIFY(form->isFieldShown(u"seed"_qs));
+    QVERIFY(form->editor(u"seed"_qs)->isVisible());
+    editor.changedOnly()->setChecked(false);
+    QVERIFY(form->editor(u"seed"_qs)->isVisible());
+    QVERIFY(form->section(u"/Optimizer"_qs)->isVisible());
   }
 
   void loadedSpecFillsTheForm() {
