@@ -13,25 +13,11 @@
 #include <system_error>
 #include <vector>
 
+#include "dataset/convert/crc32c.h"
 #include "specs/tensorboard.pb.h"
 
 namespace mrcnn::train {
 namespace {
-
-// The CRC-32C table of the reflected polynomial 0x82F63B78.
-const std::array<uint32_t, 256>& crcTable() {
-  static const std::array<uint32_t, 256> table = [] {
-    std::array<uint32_t, 256> t{};
-    for (uint32_t i = 0; i < 256; ++i) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; ++k)
-        c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-      t[i] = c;
-    }
-    return t;
-  }();
-  return table;
-}
 
 void appendLittleEndian(std::string& out, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i)
@@ -140,16 +126,8 @@ void addPrCurves(tensorboard::Summary& summary, const std::string& metrics_path)
 
 }  // namespace
 
-uint32_t crc32c(const void* data, std::size_t size) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  uint32_t crc = 0xFFFFFFFFu;
-  for (std::size_t i = 0; i < size; ++i)
-    crc = crcTable()[(crc ^ p[i]) & 0xFF] ^ (crc >> 8);
-  return crc ^ 0xFFFFFFFFu;
-}
-
 uint32_t maskedCrc32c(const void* data, std::size_t size) {
-  const uint32_t crc = crc32c(data, size);
+  const uint32_t crc = dataset::crc32c(data, size);
   return ((crc >> 15) | (crc << 17)) + 0xA282EAD8u;
 }
 

@@ -7,8 +7,9 @@
 // type at each evaluation, tagged in groups ("loss/total", "train/learning_rate",
 // "eval/bbox_AP50", ...), and with each evaluation the PR curve of every class at IoU .50 from
 // its metrics file, as the pr_curves plugin's data ("pr_curves/segm/circle": precision and
-// recall at score thresholds 0, .01, ..., 1, from pycocotools' precision and scores). A record goes out in one write(2); a short write (a full disk) is
-// cut back and reported, so a reader never sees a torn record.
+// recall at score thresholds 0, .01, ..., 1, from pycocotools' precision and scores). A record goes
+// out in one write(2); a short write (a full disk) is cut back and reported, so a reader never sees
+// a torn record.
 #pragma once
 
 #include <cstddef>
@@ -25,8 +26,7 @@ class Event;
 
 namespace mrcnn::train {
 
-// CRC-32C (Castagnoli), and TFRecord's masking of it.
-uint32_t crc32c(const void* data, std::size_t size);
+// TFRecord's masking of the CRC-32C (dataset/convert/crc32c.h) of `size` bytes.
 uint32_t maskedCrc32c(const void* data, std::size_t size);
 
 class TensorBoardWriter {
