@@ -70,12 +70,14 @@ constexpr const char* kUsage =
     "[--iou-type bbox|segm|both] [--metrics-out M.json]\n"
     "       mrcnn-workbench --headless --task dataset_convert --image-dir DIR --annotations F.json "
     "--output-dir DIR [--tag TAG] [--num-shards N] [--include-mask true|false]\n"
+    "       mrcnn-workbench --headless [SPEC] --task dataset_stats [--annotations F.json "
+    "[--annotations G.json] --output-dir DIR]\n"
     "data-parallel training (one engine process a rank, PyTorch's c10d: Gloo on the CPU,\n"
     "NCCL on GPUs): --nproc-per-node N [--nnodes M --node-rank R --master-addr A "
     "--master-port P]\n"
     "--raw-events: rank 0's JSON event lines as they are (for programs, the GUI), not rendered\n"
-    "tasks: train (default), validate, evaluate, inference, dataset_convert, benchmark, prune, "
-    "export\n";
+    "tasks: train (default), validate, evaluate, inference, dataset_convert, dataset_stats, "
+    "benchmark, prune, export\n";
 
 // The launcher's own options (not passed to the engine).
 bool launcherOption(const std::string& name) {

@@ -27,6 +27,9 @@ constexpr const char* kUsage =
     "       mrcnn-engine --task dataset_convert --image-dir DIR --annotations FILE.json\n"
     "                    --output-dir DIR [--tag TAG] [--num-shards N]\n"
     "                    [--include-mask true|false]\n"
+    "       mrcnn-engine --spec SPEC --task dataset_stats [--run-dir DIR]\n"
+    "       mrcnn-engine --task dataset_stats --annotations F.json [--annotations G.json]\n"
+    "                    [--output-dir DIR]   (the dataset check: tables, stats.json)\n"
     "       mrcnn-engine --spec SPEC --task dataset_convert [--run-dir DIR]\n"
     "                    (the spec's train and val sets into RUN_DIR/shards)\n"
     "       mrcnn-engine --spec SPEC --task export [--checkpoint FILE] [--output-dir DIR]\n"
@@ -75,6 +78,7 @@ const std::set<std::string> kFlags = {"--gen-ds-config", "--profile"};
 int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::map<std::string, std::string> values;
   std::vector<std::string> overrides;
+  std::vector<std::string> annotations;  // dataset_stats takes several
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string a = args[i];
     if (a == "--help" || a == "-h") {
@@ -117,6 +121,8 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
     }
     if (a == "--set") {
       overrides.push_back(value);
+    } else if (a == "--annotations" && values.count(a)) {
+      annotations.push_back(value);
     } else if (!values.emplace(a, value).second) {
       err << "mrcnn-engine: " << a << " given twice\n";
       return kExitUsage;
@@ -127,6 +133,21 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
     return it == values.end() ? std::string() : it->second;
   };
   const std::string task = values.count("--task") ? get("--task") : "train";
+  if (values.count("--annotations")) annotations.insert(annotations.begin(), get("--annotations"));
+  if (annotations.size() > 1 && task != "dataset_stats") {
+    err << "mrcnn-engine: --annotations given twice\n";
+    return kExitUsage;
+  }
+  if (task == "dataset_stats" && !values.count("--spec")) {
+    if (annotations.empty()) {
+      err << "mrcnn-engine: dataset_stats needs --spec or --annotations FILE.json\n" << kUsage;
+      return kExitUsage;
+    }
+    DatasetStatsOptions options;
+    options.annotations.assign(annotations.begin(), annotations.end());
+    options.output_dir = get("--output-dir");
+    return runDatasetStatsFiles(options, out, err);
+  }
 
   // evaluate: a results file against annotations (no model), or a checkpoint on the spec's
   // validation set.
@@ -187,6 +208,7 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
     return kExitUsage;
   }
   if (task == "validate") return runValidate(options, out, err);
+  if (task == "dataset_stats") return runDatasetStats(options, out, err);
   if (task == "train") return runTrain(options, out, err);
   // The backend of inference and evaluate (the model, or OpenVINO on an exported ONNX).
   const std::string backend = values.count("--backend") ? get("--backend") : "libtorch";

@@ -52,6 +52,7 @@ struct ScaledBox {
 
 AnchorCoverage coverage(const std::vector<ScaledBox>& boxes, const AnchorCoverageOptions& o) {
   AnchorCoverage c;
+  c.positive_iou = o.positive_iou;
   std::vector<const ScaledBox*> missed;
   for (const ScaledBox& b : boxes) {
     c.boxes[static_cast<size_t>(b.bucket)] += 1;
@@ -262,7 +263,8 @@ void setProblems(const SetStats& s, bool is_train, std::vector<Problem>& out) {
   if (!unused.empty())
     out.push_back({"unused_categories", s.name + " (" + s.file +
                                             "): " + std::to_string(unused.size()) +
-                                            " categor(ies) without an instance: " + list(unused)});
+                                            (unused.size() == 1 ? " category" : " categories") +
+                                            " without an instance: " + list(unused)});
   if (!rare.empty())
     out.push_back({"rare_classes", s.name + ": fewer than " + std::to_string(kRareInstances) +
                                        " instances: " + list(rare)});
@@ -319,7 +321,7 @@ DatasetStats datasetStats(const std::vector<LabeledSet>& sets, const AnchorCover
     out.sets.push_back(statsOf(set, anchors));
   categoryProblems(sets, num_classes, labels_are_ids, out.problems);
   for (size_t i = 0; i < out.sets.size(); ++i)
-    setProblems(out.sets[i], out.sets[i].name == "train", out.problems);
+    setProblems(out.sets[i], out.sets[i].name != "val", out.problems);  // rare: training data
   for (const SetStats& s : out.sets) {
     if (s.anchors.share_all < 0.9 && s.anchors.suggested_pair) {
       char pair[64];
@@ -357,8 +359,8 @@ std::string datasetStatsText(const DatasetStats& stats) {
       out << line;
     }
     std::snprintf(line, sizeof line,
-                  "  class imbalance %.1fx; anchor coverage at IoU >= %s: ", s.imbalance,
-                  "positive");
+                  "  class imbalance %.1fx; anchor coverage at IoU >= %.2f: ", s.imbalance,
+                  s.anchors.positive_iou);
     out << line << percent(s.anchors.share_all) << " (small " << percent(s.anchors.share[0])
         << ", medium " << percent(s.anchors.share[1]) << ", large " << percent(s.anchors.share[2])
         << ")\n";

@@ -50,6 +50,7 @@ struct AnchorCoverage {
   std::array<int64_t, 3> covered{};  // whose best anchor's IoU reaches the positive IoU
   std::array<double, 3> share{};     // covered / boxes (1 where there are none)
   double share_all = 1;
+  double positive_iou = 0.7;  // what "covered" means
   // The (width, height) anchor factors that, added, cover the most more boxes, and the share
   // with it; none when nothing would gain.
   std::optional<std::pair<double, double>> suggested_pair;

@@ -100,6 +100,17 @@ int runDatasetConvert(const DatasetConvertOptions& options, std::ostream& out, s
 // warnings and report files), a warning per kind of problem, done naming the output folder.
 int runDatasetConvertFromSpec(const TaskOptions& options, std::ostream& out, std::ostream& err);
 
+// The dataset check on annotation files alone: tables to `out`, stats.json into output_dir
+// (default: the current folder).
+struct DatasetStatsOptions {
+  std::vector<std::filesystem::path> annotations;
+  std::filesystem::path output_dir;
+};
+int runDatasetStatsFiles(const DatasetStatsOptions& options, std::ostream& out, std::ostream& err);
+// The check on a spec's train and val files with its anchors, resize and classes: events
+// (start, the tables as a log, a warning per problem, done) and <run dir>/stats.json.
+int runDatasetStats(const TaskOptions& options, std::ostream& out, std::ostream& err);
+
 struct BenchmarkOptions {
   std::string mode = "train";  // train or inference
   uint64_t steps = 20;         // timed steps (after a few warm-up steps)

@@ -690,6 +690,46 @@ class HeadlessTest : public QObject {
     QVERIFY(!QFile::exists(dir.filePath("out3")));
   }
 
+  // --task dataset_stats: on the spec's train and val files (events, a warning per problem,
+  // <run dir>/stats.json), and on annotation files given twice.
+  void datasetStatsOnTheSpecAndOnFiles() {
+    const TrainedRun& t = trained();
+    QVERIFY2(t.first.code == 0, qPrintable(t.first.err));
+    const Run r = engine(engineArgs({"--task", "dataset_stats"}));
+    QVERIFY2(r.code == 0, qPrintable(r.out + r.err));
+    QString bad;
+    const auto events = eventsOf(r.out.toUtf8(), &bad);
+    QVERIFY2(bad.isEmpty(), qPrintable(bad));
+    const QStringList types = typesOf(events);
+    QVERIFY2(types.first() == "start" && types.last() == "done" && types.contains("log"),
+             qPrintable(types.join(' ')));
+    QCOMPARE(QString::fromStdString(events.front().task()), QString("dataset_stats"));
+    const QJsonObject stats = QJsonDocument::fromJson(readFile(t.run + "stats.json")).object();
+    const QJsonArray sets = stats["sets"].toArray();
+    QCOMPARE(sets.size(), 2);
+    QCOMPARE(sets[0]["name"].toString(), QString("train"));
+    QCOMPARE(sets[0]["images"].toInt(), 6);
+    QCOMPARE(sets[1]["images"].toInt(), 3);
+    QVERIFY(sets[0]["instances"].toInt() > 0);
+    QVERIFY(sets[0]["anchor_coverage"]["share_all"].toDouble() > 0);
+    // A warning event for each problem in the file.
+    QCOMPARE(types.count("warning"), stats["problems"].toArray().size());
+
+    const QString train = t.dir.filePath("shapes/annotations/instances_train.json");
+    const QString val = t.dir.filePath("shapes/annotations/instances_val.json");
+    QTemporaryDir out;
+    const Run files = engine({"--task", "dataset_stats", "--annotations", train, "--annotations",
+                              val, "--output-dir", out.path()});
+    QVERIFY2(files.code == 0, qPrintable(files.out + files.err));
+    QVERIFY2(files.out.contains("instances_train.json (" + train + "): 6 images"),
+             qPrintable(files.out));
+    QVERIFY(QFile::exists(out.filePath("stats.json")));
+    const Run twice = engine({"--task", "evaluate", "--annotations", train, "--annotations", val,
+                              "--results", "r.json"});
+    QCOMPARE(twice.code, 2);
+    QVERIFY(twice.err.contains("--annotations given twice"));
+  }
+
   // --task dataset_convert from a spec (the GUI's Run): the shapes dataset's train and val
   // splits into <run dir>/shards with the tags train and val, events as the other tasks speak
   // them; a planted box out of its image gives TAO's warnings file and a warning event.

@@ -67,8 +67,8 @@ SpecEditor::SpecEditor(QWidget* parent)
   disk_->setVisible(false);
   bar->addWidget(disk_, 2);
   bar->addWidget(new QLabel(tr("Task:"), this));
-  task_->addItems(
-      {u"train"_qs, u"evaluate"_qs, u"inference"_qs, u"dataset_convert"_qs, u"export"_qs});
+  task_->addItems({u"train"_qs, u"evaluate"_qs, u"inference"_qs, u"dataset_convert"_qs,
+                   u"dataset_stats"_qs, u"export"_qs});
   task_->setToolTip(tr("The task Run starts with this spec"));
   bar->addWidget(task_);
   auto* run = new QPushButton(tr("Run"), this);
