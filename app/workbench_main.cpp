@@ -1,7 +1,8 @@
 // mrcnn-workbench: the desktop workbench, or with --headless the same engine from a terminal.
 //
 //   mrcnn-workbench [--help | --version]
-//   mrcnn-workbench [SPEC] [--view N] [--run DIR]... [--dataset JSON --images DIR [--image-id N]]
+//   mrcnn-workbench [SPEC] [--view N] [--run DIR]... [--dataset JSON --images DIR [--image-id N]
+//                   [--dataset-statistics]]
 //                   [--results JSON --results-images DIR [--ground-truth JSON]]
 //                   [--checkpoint FILE] [--score-threshold T] [--result-image N]
 //                   [--warnings REPORT
@@ -18,6 +19,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QIcon>
+#include <QTabWidget>
 #include <QTimer>
 #include <cstring>
 #include <iostream>
@@ -29,6 +31,7 @@
 #include "app/headless.h"
 #include "ui/analysis/analysis_view.h"
 #include "ui/dataset_browser/dataset_browser.h"
+#include "ui/dataset_browser/dataset_stats_view.h"
 #include "ui/main_window/main_window.h"
 #include "ui/predictions/prediction_view.h"
 #include "ui/run_monitor/runs_view.h"
@@ -43,6 +46,7 @@ struct Opened {
   QStringList runs;
   QString dataset, images;
   qint64 image_id = -1;
+  bool dataset_statistics = false;
   QString results, results_images, ground_truth, checkpoint;
   double score_threshold = -1;
   int result_image = 0;
@@ -89,6 +93,7 @@ void openAll(MainWindow& window, const Opened& o) {
                        });
     }
     browser->openDataset(o.dataset, o.images);
+    if (o.dataset_statistics) browser->tabs()->setCurrentWidget(browser->statsView());
   }
   auto* predictions =
       qobject_cast<mrcnn::ui::PredictionView*>(window.view(MainWindow::View::Predictions));
@@ -184,6 +189,8 @@ std::optional<int> parseCommandLine(const QStringList& args, CommandLine* cl) {
   const QCommandLineOption warning_entry(
       {u"warning-entry"_qs}, u"Warnings: show the N-th entry of the report (1 = first)."_qs,
       u"N"_qs);
+  const QCommandLineOption dataset_statistics(
+      {u"dataset-statistics"_qs}, u"Dataset: show the Statistics tab (the dataset check)."_qs);
   const QCommandLineOption analysis(
       {u"analysis"_qs}, u"Open an evaluation's metrics file in Analysis."_qs, u"METRICS"_qs);
   const QCommandLineOption analysis_class(
@@ -211,6 +218,7 @@ std::optional<int> parseCommandLine(const QStringList& args, CommandLine* cl) {
                         &warnings_annotations,
                         &warnings_images,
                         &warning_entry,
+                        &dataset_statistics,
                         &analysis,
                         &analysis_class,
                         &analysis_cell,
@@ -278,6 +286,7 @@ std::optional<int> parseCommandLine(const QStringList& args, CommandLine* cl) {
       return usage("--score-threshold takes a number from 0 to 1");
   }
   o.analysis = parser.value(analysis);
+  o.dataset_statistics = parser.isSet(dataset_statistics);
   if (parser.isSet(analysis_class)) {
     if (auto e =
             number(analysis_class, 0, std::numeric_limits<long long>::max(), &n, "a category id"))

@@ -7,6 +7,7 @@
 #   spec_editor.png      the sample spec specs/shapes_resnet18.txt
 #   warnings.png         dataset_convert's report on a copy of tinycoco's val split with faults
 #                        planted (tinycoco itself converts without a warning)
+#   dataset_statistics.png  the dataset check of the shapes train split (Statistics tab)
 #   analysis.png         the evaluation of the same checkpoint on the shapes val split (the
 #                        engine's evaluate task): class $ANALYSIS_CLASS (default 2, square)
 #                        selected, confusion cell $ANALYSIS_CELL (default 1,2) listed
@@ -121,5 +122,7 @@ print(1 + [p["kind"] for p in problems].index("box_out_of_bounds"))' "$work/dirt
 shot warnings "$sample" --view 5 --warning-entry "$entry" --warnings "$work/dirty/out/dirty_report.json" \
   --warnings-annotations "$work/dirty/dirty.json" --warnings-images "$work/dirty/images" \
   --screenshot-delay 3000
+shot dataset_statistics "$sample" --view 3 --dataset "$shapes/annotations/instances_train.json" \
+  --images "$shapes/images/train" --dataset-statistics --screenshot-delay 3000
 shot analysis "$sample" --view 6 --analysis "$metrics" --analysis-class "${ANALYSIS_CLASS:-2}" \
   --analysis-cell "${ANALYSIS_CELL:-1,2}"

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "ui/analysis/analysis_data.h"
-#include "ui/analysis/titled_plot.h"
+#include "ui/common/titled_plot.h"
 
 namespace mrcnn::ui {
 

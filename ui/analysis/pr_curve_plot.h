@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "ui/analysis/analysis_data.h"
-#include "ui/analysis/titled_plot.h"
+#include "ui/common/titled_plot.h"
 
 namespace mrcnn::ui {
 

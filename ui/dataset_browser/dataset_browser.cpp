@@ -11,6 +11,7 @@
 #include <QListView>
 #include <QPushButton>
 #include <QSplitter>
+#include <QTabWidget>
 #include <QVBoxLayout>
 #include <algorithm>
 
@@ -22,6 +23,7 @@
 #include "ui/common/image_view.h"
 #include "ui/common/layer_controls.h"
 #include "ui/common/thumbnail_cache.h"
+#include "ui/dataset_browser/dataset_stats_view.h"
 #include "ui/dataset_browser/image_list_model.h"
 
 namespace mrcnn::ui {
@@ -97,11 +99,18 @@ DatasetBrowser::DatasetBrowser(QWidget* parent) : QWidget(parent) {
   left_layout->addWidget(grid_, 1);
   left_layout->addWidget(count_);
 
-  auto* right = new QWidget(this);
-  auto* right_layout = new QVBoxLayout(right);
+  auto* image_page = new QWidget(this);
+  auto* right_layout = new QVBoxLayout(image_page);
   right_layout->setContentsMargins(0, 0, 0, 0);
   right_layout->addWidget(layers_);
   right_layout->addWidget(view_, 1);
+  // The image with its ground truth, or the dataset check of the whole file.
+  stats_ = new DatasetStatsView(this);
+  tabs_ = new QTabWidget(this);
+  tabs_->setDocumentMode(true);
+  tabs_->addTab(image_page, tr("Image"));
+  tabs_->addTab(stats_, tr("Statistics"));
+  QWidget* right = tabs_;
 
   auto* splitter = new QSplitter(this);
   splitter->addWidget(left);
@@ -217,6 +226,8 @@ void DatasetBrowser::datasetReady(std::shared_ptr<const BrowsedDataset> dataset,
   current_image_id_ = -1;
   view_->clear();
   model_->setDataset(dataset);
+  stats_->showStats(dataset->stats.sets.empty() ? nullptr : &dataset->stats.sets.front(),
+                    dataset->stats.problems);
   fillCategories();
   const auto& coco = dataset->coco;
   QString text = tr("%1: %2 images, %3 annotations, %4 categories")

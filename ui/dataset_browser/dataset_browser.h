@@ -1,8 +1,9 @@
 // The dataset browser: a COCO json and its image folder as a thumbnail grid (filtered by
 // category, image id or file name) beside an image view with the ground truth drawn over it
 // (masks in per-category colours, boxes, labels, crowd regions hatched; each layer toggled,
-// masks' opacity adjustable). The json is read, thumbnails and the selected image decoded, and
-// its masks rasterised in worker threads: the window stays live while a large dataset opens.
+// masks' opacity adjustable), and a Statistics tab with the dataset check of the file. The json is
+// read, thumbnails and the selected image decoded, and its masks rasterised in worker threads: the
+// window stays live while a large dataset opens.
 #pragma once
 
 #include <QThreadPool>
@@ -16,10 +17,12 @@ class QComboBox;
 class QLabel;
 class QLineEdit;
 class QListView;
+class QTabWidget;
 
 namespace mrcnn::ui {
 
 struct BrowsedDataset;
+class DatasetStatsView;
 class ImageListModel;
 class ImageView;
 class LayerControls;
@@ -47,6 +50,9 @@ class DatasetBrowser : public QWidget {
   QListView* grid() const { return grid_; }
   ImageView* imageView() const { return view_; }
   LayerControls* layerControls() const { return layers_; }
+  // The Statistics tab (the dataset check of the file) and the tabs it sits in.
+  DatasetStatsView* statsView() const { return stats_; }
+  QTabWidget* tabs() const { return tabs_; }
   QString statusText() const;
 
  public slots:
@@ -78,6 +84,8 @@ class DatasetBrowser : public QWidget {
   QLineEdit* search_;
   QListView* grid_;
   QLabel* count_;
+  DatasetStatsView* stats_ = nullptr;
+  QTabWidget* tabs_ = nullptr;
   QLabel* status_;
   ImageView* view_;
   LayerControls* layers_;

@@ -1,5 +1,6 @@
 #include "ui/dataset_browser/image_list_model.h"
 
+#include <QFileInfo>
 #include <algorithm>
 
 #include "ui/common/coco_overlay.h"
@@ -25,6 +26,9 @@ std::shared_ptr<const BrowsedDataset> BrowsedDataset::make(dataset::CocoDataset 
     for (int64_t c : cats)
       if (const uint32_t label = d->coco.label(c)) ++d->category_image_counts[label - 1];
   }
+  d->stats = dataset::datasetStats({{QFileInfo(d->annotations).fileName().toStdString(),
+                                     d->annotations.toStdString(), &d->coco}},
+                                   dataset::AnchorCoverageOptions{});
   return d;
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "dataset/coco/coco.h"
+#include "dataset/stats/dataset_stats.h"
 
 namespace mrcnn::ui {
 
@@ -27,6 +28,8 @@ struct BrowsedDataset {
   std::vector<std::vector<int64_t>> image_categories;
   // Per category (index into coco.categories()): how many images hold it.
   std::vector<uint32_t> category_image_counts;
+  // The dataset check of the file (default anchors): what the Statistics tab shows.
+  dataset::DatasetStats stats;
 
   // Builds the indexes; call from a worker.
   static std::shared_ptr<const BrowsedDataset> make(dataset::CocoDataset coco, QString annotations,

@@ -12,12 +12,15 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QListView>
+#include <QListWidget>
 #include <QPalette>
 #include <QSignalSpy>
+#include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTimer>
 #include <QtTest>
 #include <map>
+#include <numeric>
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 #include <set>
@@ -28,6 +31,7 @@
 #include "ui/common/layer_controls.h"
 #include "ui/common/overlay.h"
 #include "ui/dataset_browser/dataset_browser.h"
+#include "ui/dataset_browser/dataset_stats_view.h"
 #include "ui/dataset_browser/image_list_model.h"
 
 using namespace mrcnn::ui;
@@ -193,6 +197,38 @@ class DatasetBrowserTest : public QObject {
     QVERIFY2(
         diff / (thumb.width() * thumb.height()) < 12,
         qPrintable(QString("mean difference %1").arg(diff / (thumb.width() * thumb.height()))));
+  }
+
+  // The Statistics tab: the dataset check of the file as charts (its bars add up to the file's
+  // non-crowd instances and images) and its problems (COCO's id gaps, unused categories).
+  void statisticsTabShowsTheDatasetCheck() {
+    const QJsonObject json = readJson(valJson());
+    int instances = 0;
+    for (const QJsonValue& a : json["annotations"].toArray())
+      instances += a.toObject()["iscrowd"].toInt() == 0;
+    DatasetBrowser browser;
+    browser.resize(1200, 800);
+    browser.show();
+    QSignalSpy loaded(&browser, &DatasetBrowser::datasetLoaded);
+    browser.openDataset(valJson(), valImages());
+    QVERIFY(loaded.wait(20000));
+    browser.tabs()->setCurrentWidget(browser.statsView());
+    const auto sum = [](const QVector<double>& v) {
+      return std::accumulate(v.begin(), v.end(), 0.0);
+    };
+    DatasetStatsView* stats = browser.statsView();
+    QCOMPARE(sum(stats->bars(0)), static_cast<double>(instances));  // fewer than 30 classes used
+    QCOMPARE(sum(stats->bars(1)), static_cast<double>(instances));
+    QCOMPARE(sum(stats->bars(3)), static_cast<double>(json["images"].toArray().size()));
+    const QVector<double> classes = stats->bars(0);
+    QVERIFY(std::is_sorted(classes.rbegin(), classes.rend()));  // most first
+    QStringList problems;
+    for (int i = 0; i < stats->problems()->count(); ++i)
+      problems << stats->problems()->item(i)->text();
+    QVERIFY2(problems.filter("[id_gaps]").size() == 1 &&
+                 problems.filter("[unused_categories]").size() == 1,
+             qPrintable(problems.join('\n')));
+    QVERIFY(stats->coverageText().contains("% of the boxes have an anchor at IoU"));
   }
 
   // The views' image reader treats every bad file the same: no picture, a problem naming

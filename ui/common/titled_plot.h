@@ -1,5 +1,5 @@
-// The analysis view's plots: a QCustomPlot with a bold title row, coloured from the palette and
-// recoloured when the palette changes (light or dark theme).
+// The plots of the analysis and dataset views: a QCustomPlot with a bold title row, coloured
+// from the palette and recoloured when the palette changes (light or dark theme).
 #pragma once
 
 #include <qcustomplot.h>

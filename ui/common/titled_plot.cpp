@@ -1,4 +1,4 @@
-#include "ui/analysis/titled_plot.h"
+#include "ui/common/titled_plot.h"
 
 #include "ui/common/plot_style.h"
 
@@ -8,6 +8,7 @@ TitledPlot::TitledPlot(const QString& title, QWidget* parent) : QCustomPlot(pare
   plotLayout()->insertRow(0);
   title_ = new QCPTextElement(this, title, QFont(font().family(), font().pointSize(), QFont::Bold));
   plotLayout()->addElement(0, 0, title_);
+  applyPalette();  // a subclass colours its own items again in its constructor
 }
 
 QColor TitledPlot::applyPalette() {
