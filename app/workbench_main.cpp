@@ -19,7 +19,6 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QIcon>
-#include <QTabWidget>
 #include <QTimer>
 #include <cstring>
 #include <iostream>
@@ -31,7 +30,6 @@
 #include "app/headless.h"
 #include "ui/analysis/analysis_view.h"
 #include "ui/dataset_browser/dataset_browser.h"
-#include "ui/dataset_browser/dataset_stats_view.h"
 #include "ui/main_window/main_window.h"
 #include "ui/predictions/prediction_view.h"
 #include "ui/run_monitor/runs_view.h"
@@ -93,7 +91,7 @@ void openAll(MainWindow& window, const Opened& o) {
                        });
     }
     browser->openDataset(o.dataset, o.images);
-    if (o.dataset_statistics) browser->tabs()->setCurrentWidget(browser->statsView());
+    if (o.dataset_statistics) browser->showStatistics();
   }
   auto* predictions =
       qobject_cast<mrcnn::ui::PredictionView*>(window.view(MainWindow::View::Predictions));

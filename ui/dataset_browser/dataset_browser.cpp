@@ -10,6 +10,7 @@
 #include <QLineEdit>
 #include <QListView>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSplitter>
 #include <QTabWidget>
 #include <QVBoxLayout>
@@ -109,7 +110,11 @@ DatasetBrowser::DatasetBrowser(QWidget* parent) : QWidget(parent) {
   tabs_ = new QTabWidget(this);
   tabs_->setDocumentMode(true);
   tabs_->addTab(image_page, tr("Image"));
-  tabs_->addTab(stats_, tr("Statistics"));
+  auto* stats_page = new QScrollArea(this);  // its charts never set the window's minimum
+  stats_page->setWidgetResizable(true);
+  stats_page->setFrameShape(QFrame::NoFrame);
+  stats_page->setWidget(stats_);
+  tabs_->addTab(stats_page, tr("Statistics"));
   QWidget* right = tabs_;
 
   auto* splitter = new QSplitter(this);
@@ -121,6 +126,10 @@ DatasetBrowser::DatasetBrowser(QWidget* parent) : QWidget(parent) {
   layout->addWidget(splitter, 1);
   layout->addWidget(status_);
   status_->setText(tr("Open a COCO annotation file and its image folder."));
+}
+
+void DatasetBrowser::showStatistics() {
+  tabs_->setCurrentIndex(1);
 }
 
 DatasetBrowser::~DatasetBrowser() {

@@ -53,6 +53,7 @@ class DatasetBrowser : public QWidget {
   // The Statistics tab (the dataset check of the file) and the tabs it sits in.
   DatasetStatsView* statsView() const { return stats_; }
   QTabWidget* tabs() const { return tabs_; }
+  void showStatistics();
   QString statusText() const;
 
  public slots:

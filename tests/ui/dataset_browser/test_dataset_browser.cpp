@@ -212,7 +212,8 @@ class DatasetBrowserTest : public QObject {
     QSignalSpy loaded(&browser, &DatasetBrowser::datasetLoaded);
     browser.openDataset(valJson(), valImages());
     QVERIFY(loaded.wait(20000));
-    browser.tabs()->setCurrentWidget(browser.statsView());
+    browser.showStatistics();
+    QVERIFY(browser.statsView()->isVisible());
     const auto sum = [](const QVector<double>& v) {
       return std::accumulate(v.begin(), v.end(), 0.0);
     };
