@@ -1,9 +1,8 @@
-// `mrcnn-workbench --headless` end to end with the real engine behind it: the train,
-// evaluate and inference tasks on one short real training run, and dataset_convert from a
-// spec (events on stdout and in events.jsonl, log.txt), exit codes and messages for bad
-// input. The launcher's own behaviour and the terminal rendering: test_event_render.cpp.
-#include <google/protobuf/util/message_differencer.h>
-
+// `mrcnn-workbench --headless` end to end with the real engine behind it: the train and
+// evaluate tasks on one short real training run (inference and dataset_stats on their own:
+// test_headless_inference.cpp), and dataset_convert from a spec (events on stdout and in
+// events.jsonl, log.txt), exit codes and messages for bad input. The launcher's own behaviour and
+// the terminal rendering: test_event_render.cpp.
 #include <QDir>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -19,109 +18,25 @@
 
 #include "specs/events.h"
 #include "specs/spec.h"
+#include "tests/app/headless_fixture.h"
 #include "tests/common/process_run.h"
 #include "tests/common/reference_script.h"
 
 namespace {
 
-using mrcnn::testing::binDir;
+using mrcnn::testing::engine;
+using mrcnn::testing::eventsOf;
 using mrcnn::testing::headless;
+using mrcnn::testing::readFile;
 using mrcnn::testing::Run;
 using mrcnn::testing::sourceDir;
+using mrcnn::testing::typesOf;
 using mrcnn::testing::writeFile;
-
-Run engine(const QStringList& args, int timeout_ms = 300000) {
-  return mrcnn::testing::runProcess(binDir() + "/mrcnn-engine", args,
-                                    QProcessEnvironment::systemEnvironment(), timeout_ms);
-}
-
-// The events of a stream of lines (an engine's stdout, events.jsonl). Every line must be an
-// event that survives a round trip through the JSON mapping unchanged; `bad` gets the first
-// one that does not.
-std::vector<mrcnn::events::Event> eventsOf(const QByteArray& text, QString* bad) {
-  std::vector<mrcnn::events::Event> events;
-  for (const QByteArray& line : text.split('\n')) {
-    if (line.isEmpty()) continue;
-    std::string error;
-    const auto event = mrcnn::events::parseJsonLine(line.toStdString(), &error);
-    if (!event) {
-      if (bad->isEmpty()) *bad = QString::fromUtf8(line) + ": " + QString::fromStdString(error);
-      continue;
-    }
-    const auto again = mrcnn::events::parseJsonLine(mrcnn::events::toJsonLine(*event));
-    if (!again || !google::protobuf::util::MessageDifferencer::Equals(*event, *again)) {
-      if (bad->isEmpty()) *bad = "does not round-trip: " + QString::fromUtf8(line);
-    }
-    events.push_back(*event);
-  }
-  return events;
-}
-
-QByteArray readFile(const QString& path, qint64 from = 0) {
-  QFile f(path);
-  if (!f.open(QIODevice::ReadOnly)) return {};
-  f.seek(from);
-  return f.readAll();
-}
-
-QStringList typesOf(const std::vector<mrcnn::events::Event>& events) {
-  QStringList types;
-  for (const auto& e : events)
-    types << QString::fromStdString(e.type());
-  return types;
-}
 
 }  // namespace
 
-class HeadlessTest : public QObject {
+class HeadlessTest : public QObject, mrcnn::testing::TrainedRunFixture {
   Q_OBJECT
-
-  // One short real training run (4 steps on 6 shapes images, evaluated on 3), made by the
-  // first test that needs it and shared by the tests of the tasks that use its checkpoint.
-  struct TrainedRun {
-    QTemporaryDir dir;
-    QStringList args;  // the spec and its overrides
-    Run first;         // the training run's launcher output
-    QString run;       // the run directory, with a trailing slash
-  };
-  std::unique_ptr<TrainedRun> trained_;
-
-  const TrainedRun& trained() {
-    if (trained_) return *trained_;
-    trained_ = std::make_unique<TrainedRun>();
-    TrainedRun& t = *trained_;
-    const QString spec = sourceDir() + "/specs/shapes_resnet18.txt";
-    t.args = QStringList{spec,
-                         "--set",
-                         "data_config.shapes_dataset.root=" + t.dir.filePath("shapes"),
-                         "--set",
-                         "data_config.shapes_dataset.train_images=6",
-                         "--set",
-                         "data_config.shapes_dataset.val_images=3",
-                         "--set",
-                         "output_dir=" + t.dir.filePath("runs"),
-                         "--set",
-                         "device=cpu",
-                         "--set",
-                         "train_batch_size=2",
-                         "--set",
-                         "total_steps=4",
-                         "--set",
-                         "num_steps_per_eval=2",
-                         "--set",
-                         "save_checkpoints_steps=2",
-                         "--set",
-                         "logging_frequency=1"};
-    t.first = headless(t.args);
-    t.run = t.dir.filePath("runs/shapes_resnet18/");
-    return t;
-  }
-  // The trained run's spec and overrides, as mrcnn-engine's arguments.
-  QStringList engineArgs(const QStringList& more) {
-    QStringList args = trained().args;
-    args.insert(0, "--spec");
-    return args + more;
-  }
 
  private slots:
   void validatePrintsTheResolvedSpec() {
@@ -470,264 +385,6 @@ class HeadlessTest : public QObject {
         {"--spec", spec, "--task", "evaluate", "--annotations", "gt.json", "--results", "dt.json"});
     QCOMPARE(mixed.code, 2);
     QVERIFY(mixed.err.contains("evaluate takes either --spec"));
-  }
-
-  // --task inference: start (the number of images), progress per batch, a warning for an
-  // image that cannot be read (skipped), done naming results.json and the overlays.
-  void inferenceReportsProgressAndSkipsUnreadableImages() {
-    const TrainedRun& t = trained();
-    QVERIFY2(t.first.code == 0, qPrintable(t.first.err));
-    QTemporaryDir dir;
-    const QString images = dir.filePath("images");
-    QVERIFY(QDir().mkpath(images));
-    const QDir val(t.dir.filePath("shapes/images/val"));
-    const QStringList val_images = val.entryList({"*.jpg"}, QDir::Files, QDir::Name);
-    QCOMPARE(val_images.size(), 3);
-    for (const QString& name : val_images)
-      QVERIFY(QFile::copy(val.filePath(name), images + "/" + name));
-    writeFile(dir, "images/broken.png", "this is not a png");
-    const QString out = dir.filePath("out");
-    const qint64 before = QFileInfo(t.run + "events.jsonl").size();
-
-    const Run r = engine(engineArgs(
-        {"--task", "inference", "--images", images, "--out", out, "--set", "eval_batch_size=2"}));
-    QVERIFY2(r.code == 0, qPrintable(r.out + r.err));
-    QString bad;
-    const auto events = eventsOf(r.out.toUtf8(), &bad);
-    QVERIFY2(bad.isEmpty(), qPrintable(bad));
-    const QStringList types = typesOf(events);
-    QVERIFY2(types.first() == "start" && types.last() == "done", qPrintable(types.join(' ')));
-    QCOMPARE(QString::fromStdString(events.front().task()), QString("inference"));
-    QCOMPARE(events.front().total_steps(), 4u);
-    std::vector<uint64_t> steps;
-    int warnings = 0;
-    for (const auto& e : events) {
-      if (e.type() == "progress") {
-        steps.push_back(e.step());
-        QVERIFY(!e.has_losses());  // images, not training steps
-        QVERIFY(e.images_per_second() > 0);
-      }
-      if (e.type() == "warning") {
-        ++warnings;
-        QCOMPARE(QString::fromStdString(e.code()), QString("unreadable_image"));
-        QVERIFY2(QString::fromStdString(e.message()).contains(images + "/broken.png") &&
-                     QString::fromStdString(e.message()).endsWith("; skipped"),
-                 e.message().c_str());
-      }
-    }
-    QCOMPARE(steps, (std::vector<uint64_t>{2, 4}));  // two batches of 2 (000001..3, broken)
-    QCOMPARE(events[static_cast<size_t>(types.lastIndexOf("progress"))].eta_seconds(), 0.0);
-    QCOMPARE(warnings, 1);
-    const auto& done = events.back();
-    QCOMPARE(QString::fromStdString(done.status()), QString("ok"));
-    const QString summary = QString::fromStdString(done.summary());
-    QVERIFY2(summary.startsWith("3 images (1 unreadable, skipped), ") &&
-                 summary.contains("; results " + out + "/results.json; overlays in " + out),
-             qPrintable(summary));
-    QVERIFY(QFile::exists(out + "/results.json"));
-    QCOMPARE(QDir(out).entryList({"*.png"}).size(), 3);
-    // The run directory existed: its events.jsonl got the same events.
-    QCOMPARE(typesOf(eventsOf(readFile(t.run + "events.jsonl", before), &bad)), types);
-
-    // The launcher draws images done of the total, without losses.
-    const Run h = headless(t.args + QStringList{"--task", "inference", "--images", images, "--out",
-                                                out, "--set", "eval_batch_size=2"});
-    QVERIFY2(h.code == 0, qPrintable(h.out + h.err));
-    QVERIFY2(h.out.contains("inference on cpu: 4 images; run directory "), qPrintable(h.out));
-    QVERIFY2(h.out.contains(
-                 QRegularExpression("\nimages 2/4 \\(50%\\)  \\d+\\.\\d\\d img/s  ETA \\S+\n")),
-             qPrintable(h.out));
-    QVERIFY(h.out.contains("\nwarning: [unreadable_image] " + images + "/broken.png"));
-    QVERIFY2(
-        h.out.contains(QRegularExpression("\ninference finished after \\S+: 4 of 4 images\n"
-                                          "  1 warning, 0 errors\n  3 images \\(1 unreadable")),
-        qPrintable(h.out));
-    QVERIFY(!h.out.contains("loss"));
-  }
-
-  // --task inference from the spec alone (the GUI's Run): the spec's validation images (the
-  // shapes dataset's val split) into <run dir>/inference, the folder named in a log event.
-  void inferenceWithoutImagesRunsOnTheSpecsValidationImages() {
-    const TrainedRun& t = trained();
-    QVERIFY2(t.first.code == 0, qPrintable(t.first.err));
-    const QString val_dir = t.dir.filePath("shapes/images/val");
-    const QStringList val_images = QDir(val_dir).entryList({"*.jpg"}, QDir::Files, QDir::Name);
-    QCOMPARE(val_images.size(), 3);
-    const QString out = t.run + "inference";
-    QVERIFY(QDir(out).removeRecursively());  // the training run's overlays must not count
-
-    const Run r = engine(engineArgs({"--task", "inference", "--set", "eval_batch_size=2"}));
-    QVERIFY2(r.code == 0, qPrintable(r.out + r.err));
-    QString bad;
-    const auto events = eventsOf(r.out.toUtf8(), &bad);
-    QVERIFY2(bad.isEmpty(), qPrintable(bad));
-    const QStringList types = typesOf(events);
-    QVERIFY2(types.first() == "start" && types.last() == "done" && types.count("progress") == 2 &&
-                 types.count("error") == 0 && types.count("warning") == 0,
-             qPrintable(types.join(' ')));
-    QCOMPARE(QString::fromStdString(events.front().task()), QString("inference"));
-    QCOMPARE(events.front().total_steps(), 3u);
-    bool named = false;
-    for (const auto& e : events) {
-      named |= e.type() == "log" && QString::fromStdString(e.text()).startsWith(
-                                        "3 images from " + val_dir +
-                                        " (the spec's validation images; no --images given)"
-                                        "; results and overlays in " +
-                                        out);
-    }
-    QVERIFY(named);
-    const auto& done = events.back();
-    QCOMPARE(QString::fromStdString(done.status()), QString("ok"));
-    const QString summary = QString::fromStdString(done.summary());
-    QVERIFY2(summary.startsWith("3 images, ") &&
-                 summary.contains("; results " + out + "/results.json; overlays in " + out),
-             qPrintable(summary));
-    // An overlay per validation image; every result names one of them.
-    QStringList overlays;
-    for (const QString& name : val_images)
-      overlays << QFileInfo(name).completeBaseName() + ".png";
-    QCOMPARE(QDir(out).entryList({"*.png"}, QDir::Files, QDir::Name), overlays);
-    const QJsonDocument results = QJsonDocument::fromJson(readFile(out + "/results.json"));
-    QVERIFY(results.isArray());
-    for (const QJsonValue& v : results.array()) {
-      QVERIFY2(val_images.contains(v["file_name"].toString()),
-               qPrintable(v["file_name"].toString()));
-    }
-    QVERIFY(QFile::exists(out + "/categories.json"));
-
-    // A spec whose validation images are shards only: the usage error says what was looked for.
-    QTemporaryDir dir;
-    writeFile(dir, "val.json", "{}");  // only its existence is checked before the images
-    const QString spec = writeFile(dir, "s.txt",
-                                   "output_dir: \"runs\"\ndata_config {\n"
-                                   "  validation_file_pattern: \"shards/val-*\"\n"
-                                   "  val_json_file: \"val.json\"\n}\n");
-    const Run usage = engine({"--spec", spec, "--task", "inference", "--set", "device=cpu"});
-    QCOMPARE(usage.code, 2);
-    QVERIFY2(usage.err.contains("--images was not given and " + spec +
-                                " has no validation image folder to default to (looked for "
-                                "data_config.val_image_dir and data_config.shapes_dataset"),
-             qPrintable(usage.err));
-  }
-
-  // --thresholds: per class, only detections at or above the class's threshold are kept
-  // (results and overlays), each with the threshold in force; classes without one keep all;
-  // a metrics file's F1-best section is read as well; a bad file is named with its place.
-  void inferenceKeepsEachClassAtOrAboveItsThreshold() {
-    const TrainedRun& t = trained();
-    QVERIFY2(t.first.code == 0, qPrintable(t.first.err));
-    const QJsonArray all =  // the run's unfiltered inference (the test above)
-        QJsonDocument::fromJson(readFile(t.run + "inference/results.json")).array();
-    QVERIFY2(all.size() > 1, "no detections to filter");
-    // Thresholds: the first class seen at the median of its scores, 999 (no such class).
-    const int category = all[0]["category_id"].toInt();
-    std::vector<double> scores;
-    for (const QJsonValue& d : all)
-      if (d["category_id"].toInt() == category) scores.push_back(d["score"].toDouble());
-    std::sort(scores.begin(), scores.end());
-    const double threshold = scores[scores.size() / 2];
-    QTemporaryDir dir;
-    const QString file =
-        writeFile(dir, "thresholds.json",
-                  QString(R"({"iou": 0.5, "categories": {"%1": {"score": %2}, "999": 0.5}})")
-                      .arg(category)
-                      .arg(threshold, 0, 'g', 17)
-                      .toUtf8());
-    const QString out = dir.filePath("out");
-    const Run r = engine(engineArgs({"--task", "inference", "--thresholds", file, "--out", out}));
-    QVERIFY2(r.code == 0, qPrintable(r.out + r.err));
-    QString bad;
-    const auto events = eventsOf(r.out.toUtf8(), &bad);
-    bool logged = false, warned = false;
-    for (const auto& e : events) {
-      logged |= e.type() == "log" &&
-                QString::fromStdString(e.text()).startsWith("per-class thresholds from " + file);
-      warned |= e.type() == "warning" && e.code() == "unknown_category";
-    }
-    QVERIFY(logged && warned);
-    QJsonArray expected;
-    for (const QJsonValue& d : all)
-      if (d["category_id"].toInt() != category || d["score"].toDouble() >= threshold)
-        expected.append(d);
-    const QJsonArray kept = QJsonDocument::fromJson(readFile(out + "/results.json")).array();
-    QCOMPARE(kept.size(), expected.size());
-    QVERIFY(kept.size() < all.size());  // the median dropped some
-    for (qsizetype i = 0; i < kept.size(); ++i) {
-      const QJsonObject got = kept[i].toObject();
-      QCOMPARE(got["score"].toDouble(), expected[i].toObject()["score"].toDouble());
-      const bool thresholded = got["category_id"].toInt() == category;
-      QCOMPARE(got.contains("threshold"), thresholded);
-      if (thresholded) QCOMPARE(got["threshold"].toDouble(), threshold);
-    }
-    bool listed = false;
-    for (const QJsonValue& c : QJsonDocument::fromJson(readFile(out + "/categories.json")).array())
-      listed |= c["id"].toInt() == category && c["threshold"].toDouble() == threshold;
-    QVERIFY(listed);
-    QVERIFY2(QString::fromStdString(events.back().summary())
-                 .contains(" below their class's threshold dropped"),
-             events.back().summary().c_str());
-
-    // The run's metrics file as the thresholds: its segm section is read.
-    const Run metrics =
-        engine(engineArgs({"--task", "inference", "--thresholds", t.run + "eval/step-4.json",
-                           "--out", dir.filePath("out2")}));
-    QVERIFY2(metrics.code == 0, qPrintable(metrics.out + metrics.err));
-    QVERIFY2(metrics.out.contains("per-class thresholds from " + t.run +
-                                  "eval/step-4.json (segm section): "),
-             qPrintable(metrics.out));
-
-    // A score out of range, named with its place; nothing is written.
-    const QString wrong = writeFile(dir, "wrong.json", R"({"categories": {"1": {"score": 1.5}}})");
-    const Run refused = engine(
-        engineArgs({"--task", "inference", "--thresholds", wrong, "--out", dir.filePath("out3")}));
-    QCOMPARE(refused.code, 4);
-    QString message;
-    for (const auto& e : eventsOf(refused.out.toUtf8(), &bad))
-      if (e.type() == "error") message = QString::fromStdString(e.message());
-    QVERIFY2(message == "--thresholds: " + wrong +
-                            ": categories.\"1\".score: a score threshold lies in [0, 1]",
-             qPrintable(message));
-    QVERIFY(!QFile::exists(dir.filePath("out3")));
-  }
-
-  // --task dataset_stats: on the spec's train and val files (events, a warning per problem,
-  // <run dir>/stats.json), and on annotation files given twice.
-  void datasetStatsOnTheSpecAndOnFiles() {
-    const TrainedRun& t = trained();
-    QVERIFY2(t.first.code == 0, qPrintable(t.first.err));
-    const Run r = engine(engineArgs({"--task", "dataset_stats"}));
-    QVERIFY2(r.code == 0, qPrintable(r.out + r.err));
-    QString bad;
-    const auto events = eventsOf(r.out.toUtf8(), &bad);
-    QVERIFY2(bad.isEmpty(), qPrintable(bad));
-    const QStringList types = typesOf(events);
-    QVERIFY2(types.first() == "start" && types.last() == "done" && types.contains("log"),
-             qPrintable(types.join(' ')));
-    QCOMPARE(QString::fromStdString(events.front().task()), QString("dataset_stats"));
-    const QJsonObject stats = QJsonDocument::fromJson(readFile(t.run + "stats.json")).object();
-    const QJsonArray sets = stats["sets"].toArray();
-    QCOMPARE(sets.size(), 2);
-    QCOMPARE(sets[0]["name"].toString(), QString("train"));
-    QCOMPARE(sets[0]["images"].toInt(), 6);
-    QCOMPARE(sets[1]["images"].toInt(), 3);
-    QVERIFY(sets[0]["instances"].toInt() > 0);
-    QVERIFY(sets[0]["anchor_coverage"]["share_all"].toDouble() > 0);
-    // A warning event for each problem in the file.
-    QCOMPARE(types.count("warning"), stats["problems"].toArray().size());
-
-    const QString train = t.dir.filePath("shapes/annotations/instances_train.json");
-    const QString val = t.dir.filePath("shapes/annotations/instances_val.json");
-    QTemporaryDir out;
-    const Run files = engine({"--task", "dataset_stats", "--annotations", train, "--annotations",
-                              val, "--output-dir", out.path()});
-    QVERIFY2(files.code == 0, qPrintable(files.out + files.err));
-    QVERIFY2(files.out.contains("instances_train.json (" + train + "): 6 images"),
-             qPrintable(files.out));
-    QVERIFY(QFile::exists(out.filePath("stats.json")));
-    const Run twice = engine({"--task", "evaluate", "--annotations", train, "--annotations", val,
-                              "--results", "r.json"});
-    QCOMPARE(twice.code, 2);
-    QVERIFY(twice.err.contains("--annotations given twice"));
   }
 
   // --task dataset_convert from a spec (the GUI's Run): the shapes dataset's train and val
