@@ -1,5 +1,6 @@
 #include "engine/eval/curves.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -44,6 +45,15 @@ std::vector<double> precisionCurve(const EvalResult& result, std::size_t k, doub
 
 std::vector<double> scoreCurve(const EvalResult& result, std::size_t k, double iou) {
   return curveOf(result, result.scores, k, iou);
+}
+
+int recallIndexAtScore(std::span<const double> precision, std::span<const double> scores,
+                       double score) {
+  for (auto r = static_cast<int>(std::min(precision.size(), scores.size())) - 1; r >= 0; --r) {
+    const auto i = static_cast<std::size_t>(r);
+    if (precision[i] > 0 && scores[i] >= score) return r;
+  }
+  return -1;
 }
 
 std::optional<ScoreThreshold> bestF1Threshold(const EvalResult& result, std::size_t k, double iou) {

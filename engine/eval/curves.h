@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "engine/eval/coco_eval.h"
@@ -21,6 +22,13 @@ std::vector<double> precisionCurve(const EvalResult& result, std::size_t k, doub
 // of the detection at which it is reached (0 where it is not): keeping detections at or
 // above it gives that point of the curve.
 std::vector<double> scoreCurve(const EvalResult& result, std::size_t k, double iou);
+
+// The point a score threshold gives on a curve (precisionCurve and scoreCurve of the same
+// IoU): the last recall index whose precision is positive and whose score is at least
+// `score`, that is what keeping the detections scoring at least `score` reaches; -1 when it
+// reaches none. What the GUI's dragged threshold and TensorBoard's PR curves read.
+int recallIndexAtScore(std::span<const double> precision, std::span<const double> scores,
+                       double score);
 
 struct ScoreThreshold {
   double score = 0;      // keep detections scoring at least this

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "dataset/convert/crc32c.h"
+#include "engine/eval/curves.h"
 #include "specs/tensorboard.pb.h"
 
 namespace mrcnn::train {
@@ -55,13 +56,7 @@ void addPrCurve(tensorboard::Summary& summary, const std::string& tag,
   const auto g = static_cast<double>(objects);
   for (int i = 0; i < kPrThresholds; ++i) {
     const double threshold = i / static_cast<double>(kPrThresholds - 1);
-    int reached = -1;
-    for (int r = static_cast<int>(std::min(precision.size(), scores.size())) - 1; r >= 0; --r) {
-      if (precision[static_cast<size_t>(r)] > 0 && scores[static_cast<size_t>(r)] >= threshold) {
-        reached = r;
-        break;
-      }
-    }
+    const int reached = eval::recallIndexAtScore(precision, scores, threshold);
     const double p = reached >= 0 ? precision[static_cast<size_t>(reached)] : 0.0;
     const double recall = reached >= 0 ? reached / 100.0 : 0.0;
     const double tp = recall * g;

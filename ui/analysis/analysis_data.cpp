@@ -6,6 +6,8 @@
 #include <QJsonObject>
 #include <cstdlib>
 
+#include "engine/eval/curves.h"
+
 namespace mrcnn::ui {
 
 const std::array<const char*, kTideTypes> kTideNames = {"Cls",  "Loc", "Both",
@@ -145,11 +147,9 @@ TypeAnalysis readType(const QString& type, const QJsonObject& o, const QJsonObje
 }  // namespace
 
 std::optional<ClassPoint> ClassAnalysis::pointAtScore(double score) const {
-  for (int r = static_cast<int>(std::min(precision50.size(), scores50.size())) - 1; r >= 0; --r) {
-    if (reached(*this, r) && scores50[r] >= score)
-      return ClassPoint{score, precision50[r], r / 100.0};
-  }
-  return std::nullopt;
+  const int r = eval::recallIndexAtScore(precision50, scores50, score);
+  if (r < 0) return std::nullopt;
+  return ClassPoint{score, precision50[r], r / 100.0};
 }
 
 std::optional<ClassPoint> ClassAnalysis::pointNearRecall(int r) const {
