@@ -740,10 +740,12 @@ void TestLoader::boxesScaleAndFlipWithTheImage() {
           QCOMPARE(pv, 0.0f);
         }
       }
-  // A 3-pixel-wide box survives (4.5 px); one under 1 px after resizing is dropped.
-  source->items[0] = syntheticItem(1, 100, 200, {{10, 20, 30, 40}, {50, 50, 0, 10}});
-  source->items[0].annotations[1].bbox = {50, 50, 0.5, 10};  // 0.75 px once resized
-  Loader small(source, o, plain_epoch);
+  // A 3-pixel-wide box survives (4.5 px); one under 1 px after resizing is dropped. A source
+  // of its own: the loaders above still prefetch from `source` in their workers.
+  auto tiny = std::make_shared<MemorySource>(*source);
+  tiny->items[0] = syntheticItem(1, 100, 200, {{10, 20, 30, 40}, {50, 50, 0, 10}});
+  tiny->items[0].annotations[1].bbox = {50, 50, 0.5, 10};  // 0.75 px once resized
+  Loader small(tiny, o, plain_epoch);
   QCOMPARE(small.next()->targets[0].size(), size_t(1));
 }
 
