@@ -55,6 +55,13 @@ std::string loss(double v) {
   return format(std::abs(v) >= 100 ? "%.1f" : "%.4f", v);
 }
 
+// The components of a loss, as the tables print them.
+std::string lossParts(const events::Losses& l) {
+  return "(rpn_obj " + loss(l.rpn_objectness()) + "  rpn_box " + loss(l.rpn_box()) + "  cls " +
+         loss(l.fast_rcnn_class()) + "  box " + loss(l.fast_rcnn_box()) + "  mask " +
+         loss(l.mask()) + ")";
+}
+
 }  // namespace
 
 EventRenderer::EventRenderer(RenderOptions options) : options_(options) {
@@ -195,10 +202,7 @@ std::string EventRenderer::lossLine(const events::Event& e) const {
   const events::Losses& l = e.losses();
   std::string text;
   if (options_.tty) text = "step " + std::to_string(e.step()) + "  ";
-  text += "lr " + format("%.5g", e.lr()) + "  loss " + loss(l.total()) + "  (rpn_obj " +
-          loss(l.rpn_objectness()) + "  rpn_box " + loss(l.rpn_box()) + "  cls " +
-          loss(l.fast_rcnn_class()) + "  box " + loss(l.fast_rcnn_box()) + "  mask " +
-          loss(l.mask()) + ")";
+  text += "lr " + format("%.5g", e.lr()) + "  loss " + loss(l.total()) + "  " + lossParts(l);
   if (e.data_wait_share() > 0) text += format("  data wait %.0f%%", 100 * e.data_wait_share());
   if (e.skipped_steps() > 0 || e.loss_scale() > 0) {
     text += "  skipped " + std::to_string(e.skipped_steps());
@@ -277,6 +281,13 @@ std::string EventRenderer::evalTable(const events::Event& e) {
     };
     o << "  " << padRight(label, 46) << padLeft(cell(aps.first), 7)
       << (has_segm ? padLeft(cell(aps.second), 8) : "") << "\n";
+  }
+  if (e.has_val_losses()) {
+    o << "  validation loss " << loss(e.val_losses().total()) << "  " << lossParts(e.val_losses());
+    if (last_progress_ && last_progress_->has_losses())
+      o << "  (training loss " << loss(last_progress_->losses().total()) << " at step "
+        << last_progress_->step() << ")";
+    o << "\n";
   }
   std::string text = o.str();
   text.pop_back();  // printLine() adds the last newline

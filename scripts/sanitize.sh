@@ -12,6 +12,9 @@
 #   thread  ThreadSanitizer on the data loader's threads and the GUI's engine-process
 #           handling (test_dataset_loader, test_ui_engine_process). By hand.
 #
+#   MRCNN_SANITIZE_TESTS="test_ops test_rpn" scripts/sanitize.sh full   builds and runs only
+#   those of the mode's tests (e.g. the model's before the engine's, on a busy machine).
+#
 # A report fails the run (halt_on_error); leaks are reported (LeakSanitizer) except those of
 # libraries outside the project, listed in tests/sanitize/lsan.supp.
 set -euo pipefail
@@ -37,6 +40,15 @@ case "$mode" in
                test_mask_head test_mask_rcnn) ;;
   thread) tests=(test_dataset_loader test_ui_engine_process) ;;
 esac
+if [[ -n "${MRCNN_SANITIZE_TESTS:-}" ]]; then
+  chosen=()
+  for t in $MRCNN_SANITIZE_TESTS; do
+    [[ " ${tests[*]} " == *" $t "* ]] ||
+      { echo "sanitize.sh: $t is not one of the $mode tests: ${tests[*]}" >&2; exit 2; }
+    chosen+=("$t")
+  done
+  tests=("${chosen[@]}")
+fi
 
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$root}"
 export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"

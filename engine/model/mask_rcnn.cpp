@@ -46,6 +46,43 @@ MaskRCNNImpl::MaskRCNNImpl(MaskRCNNOptions options, std::optional<at::Generator>
   roi_heads_ = register_module("roi_heads", RoIHeads(options_.roi_heads, generator));
 }
 
+RPNTargets MaskRCNNImpl::rpnTargets(const MaskRCNNTargets& targets) const {
+  RPNTargets t;
+  t.boxes = targets.boxes;
+  t.sampled = targets.rpn_sampled;
+  t.sample_keys = targets.sample_keys;
+  return t;
+}
+
+RoIHeadsTargets MaskRCNNImpl::roiTargets(const MaskRCNNTargets& targets) const {
+  RoIHeadsTargets t;
+  t.boxes = targets.boxes;
+  t.labels = targets.labels;
+  t.masks = targets.masks;
+  t.sampled = targets.roi_sampled;
+  t.sample_keys = targets.sample_keys;
+  // The RoI sampler's draws are a stream of their own, not the RPN's again.
+  for (uint64_t& key : t.sample_keys)
+    key ^= 0x726F695F73616D70ull;
+  return t;
+}
+
+MaskRCNNLosses MaskRCNNImpl::combine(const RPNLosses& rpn, const RoIHeadsLosses& heads) const {
+  MaskRCNNLosses out;
+  out.rpn_objectness = rpn.objectness;
+  out.rpn_box = rpn.box;
+  out.classifier = heads.classifier;
+  out.box_reg = heads.box_reg;
+  out.mask = heads.mask;
+  out.rpn_sampled = rpn.sampled;
+  out.roi_sampled = heads.sampled;
+  out.mask_positives = heads.mask_positives;
+  out.total = out.rpn_objectness + rpn.box_weighted + out.classifier +
+              out.box_reg * options_.roi_heads.box_loss_weight;
+  if (out.mask.defined()) out.total = out.total + out.mask * options_.roi_heads.mask_loss_weight;
+  return out;
+}
+
 MaskRCNNLosses MaskRCNNImpl::losses(const at::Tensor& images, const ImageSizes& sizes,
                                     const MaskRCNNTargets& targets, MaskRCNNTrace* trace) {
   TORCH_CHECK(is_training(), "MaskRCNN::losses: the model is in evaluation mode");
@@ -54,36 +91,13 @@ MaskRCNNLosses MaskRCNNImpl::losses(const at::Tensor& images, const ImageSizes& 
               "MaskRCNN::losses: ground truth for ", targets.boxes.size(), " images, batch of ", n);
 
   std::vector<at::Tensor> features = backbone_->forward(images);
-
-  RPNTargets rpn_targets;
-  rpn_targets.boxes = targets.boxes;
-  rpn_targets.sampled = targets.rpn_sampled;
-  rpn_targets.sample_keys = targets.sample_keys;
+  const RPNTargets rpn_targets = rpnTargets(targets);
   RPNOutput proposals = rpn_->forward(features, sizes, &rpn_targets);
-
-  RoIHeadsTargets roi_targets;
-  roi_targets.boxes = targets.boxes;
-  roi_targets.labels = targets.labels;
-  roi_targets.masks = targets.masks;
-  roi_targets.sampled = targets.roi_sampled;
-  roi_targets.sample_keys = targets.sample_keys;
-  // The RoI sampler's draws are a stream of their own, not the RPN's again.
-  for (uint64_t& key : roi_targets.sample_keys) key ^= 0x726F695F73616D70ull;
+  const RoIHeadsTargets roi_targets = roiTargets(targets);
   RoIHeadsOutput heads = roi_heads_->forward(features, proposals.boxes, sizes, &roi_targets);
 
   TORCH_CHECK(proposals.losses && heads.losses, "MaskRCNN::losses: a stage returned no losses");
-  MaskRCNNLosses out;
-  out.rpn_objectness = proposals.losses->objectness;
-  out.rpn_box = proposals.losses->box;
-  out.classifier = heads.losses->classifier;
-  out.box_reg = heads.losses->box_reg;
-  out.mask = heads.losses->mask;
-  out.rpn_sampled = proposals.losses->sampled;
-  out.roi_sampled = heads.losses->sampled;
-  out.mask_positives = heads.losses->mask_positives;
-  out.total = out.rpn_objectness + proposals.losses->box_weighted + out.classifier +
-              out.box_reg * options_.roi_heads.box_loss_weight;
-  if (out.mask.defined()) out.total = out.total + out.mask * options_.roi_heads.mask_loss_weight;
+  MaskRCNNLosses out = combine(*proposals.losses, *heads.losses);
   if (trace) {
     trace->features = std::move(features);
     trace->proposals = std::move(proposals.boxes);
@@ -103,6 +117,24 @@ std::vector<Detections> MaskRCNNImpl::detect(const at::Tensor& images, const Ima
     trace->proposals = std::move(proposals.boxes);
   }
   return std::move(heads.detections);
+}
+
+MaskRCNNValidation MaskRCNNImpl::validate(const at::Tensor& images, const ImageSizes& sizes,
+                                          const MaskRCNNTargets& targets) {
+  TORCH_CHECK(!is_training(), "MaskRCNN::validate: the model is in training mode (call eval())");
+  const size_t n = static_cast<size_t>(images.size(0));
+  TORCH_CHECK(targets.boxes.size() == n && targets.labels.size() == n,
+              "MaskRCNN::validate: ground truth for ", targets.boxes.size(), " images, batch of ",
+              n);
+  c10::InferenceMode inference_mode;
+  const std::vector<at::Tensor> features = backbone_->forward(images);
+  const RPNOutput proposals = rpn_->validate(features, sizes, rpnTargets(targets));
+  RoIHeadsOutput heads = roi_heads_->validate(features, proposals.training_boxes, proposals.boxes,
+                                              sizes, roiTargets(targets));
+  MaskRCNNValidation out;
+  out.losses = combine(*proposals.losses, *heads.losses);
+  out.detections = std::move(heads.detections);
+  return out;
 }
 
 std::vector<std::pair<std::string, std::string>> MaskRCNNImpl::legacyParameterNames() const {
@@ -126,7 +158,9 @@ LoadReport MaskRCNNImpl::loadTorchvisionState(const StateDict& state, LoadOption
   return loadStateDict(*this, state, options);
 }
 
-StateDict MaskRCNNImpl::torchvisionState() const { return stateDictOf(*this); }
+StateDict MaskRCNNImpl::torchvisionState() const {
+  return stateDictOf(*this);
+}
 
 void MaskRCNNImpl::prepareForInference() {
   eval();

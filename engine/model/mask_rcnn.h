@@ -80,6 +80,12 @@ struct MaskRCNNLosses {
   double mask_positives = 0;
 };
 
+// validate(): the losses of a batch as training computes them, and its detections.
+struct MaskRCNNValidation {
+  MaskRCNNLosses losses;
+  std::vector<Detections> detections;
+};
+
 // What the stages produced, for parity tests and debugging.
 struct MaskRCNNTrace {
   std::vector<at::Tensor> features;   // FPN levels min_level..max_level
@@ -99,6 +105,13 @@ class MaskRCNNImpl : public torch::nn::Module {
   // Inference (!is_training()): detections per image, in the resized images' pixels.
   std::vector<Detections> detect(const at::Tensor& images, const ImageSizes& sizes,
                                  MaskRCNNTrace* trace = nullptr);
+
+  // Validation (!is_training(), no gradients): from one run of the backbone, the losses
+  // training would compute on the batch (training's proposal counts; the samplers draw from
+  // targets.sample_keys when given, so a validation image samples alike at every evaluation)
+  // and the detections detect() gives. Batch norms stay in evaluation mode.
+  MaskRCNNValidation validate(const at::Tensor& images, const ImageSizes& sizes,
+                              const MaskRCNNTargets& targets);
 
   BackboneWithFPN& backbone() { return backbone_; }
   RegionProposalNetwork& rpn() { return rpn_; }
@@ -122,6 +135,10 @@ class MaskRCNNImpl : public torch::nn::Module {
   void prepareForInference();
 
  private:
+  RPNTargets rpnTargets(const MaskRCNNTargets& targets) const;
+  RoIHeadsTargets roiTargets(const MaskRCNNTargets& targets) const;
+  MaskRCNNLosses combine(const RPNLosses& rpn, const RoIHeadsLosses& heads) const;
+
   MaskRCNNOptions options_;
   BackboneWithFPN backbone_{nullptr};
   RegionProposalNetwork rpn_{nullptr};

@@ -308,10 +308,59 @@ at::Tensor RoIHeadsImpl::maskLogits(const std::vector<at::Tensor>& maps,
   return mask_predictor_->forward(mask_head_->forward(mask_roi_pool_(maps, boxes, sizes.padded)));
 }
 
-RoIHeadsOutput RoIHeadsImpl::forward(const std::vector<at::Tensor>& features,
-                                     const std::vector<at::Tensor>& proposals,
-                                     const ImageSizes& sizes, const RoIHeadsTargets* targets) {
-  const std::vector<at::Tensor> maps = poolingMaps(features);
+RoIHeadsLosses RoIHeadsImpl::trainingLosses(const std::vector<at::Tensor>& maps,
+                                            const std::vector<at::Tensor>& proposals,
+                                            const ImageSizes& sizes,
+                                            const RoIHeadsTargets& targets) {
+  const Sample sample = selectTrainingSamples(proposals, targets);
+  const at::Tensor box_features =
+      box_head_->forward(box_roi_pool_(maps, sample.rois, sizes.padded));
+  const auto [class_logits, box_regression] = box_predictor_->forward(box_features);
+  RoIHeadsLosses losses = fastRCNNLoss(class_logits, box_regression, sample);
+  losses.box_reg_weighted = losses.box_reg * options_.box_loss_weight;
+  for (const at::Tensor& l : sample.labels)
+    losses.sampled += static_cast<double>(l.numel());
+  if (options_.with_masks) {
+    // The mask branch learns from the positive RoIs only.
+    std::vector<at::Tensor> positive_rois, positive_matched;
+    for (size_t i = 0; i < sample.rois.size(); ++i) {
+      const at::Tensor pos = at::where(sample.labels[i] > 0)[0];
+      positive_rois.push_back(sample.rois[i].index_select(0, pos));
+      positive_matched.push_back(sample.matched_idxs[i].index_select(0, pos));
+      losses.mask_positives += static_cast<double>(pos.numel());
+    }
+    const at::Tensor logits = maskLogits(maps, positive_rois, sizes);
+    losses.mask =
+        maskRCNNLoss(logits, positive_rois, targets.masks, targets.labels, positive_matched);
+    losses.mask_weighted = losses.mask * options_.mask_loss_weight;
+  }
+  return losses;
+}
+
+std::vector<Detections> RoIHeadsImpl::detectFrom(const std::vector<at::Tensor>& maps,
+                                                 const std::vector<at::Tensor>& proposals,
+                                                 const ImageSizes& sizes) {
+  const at::Tensor box_features = box_head_->forward(box_roi_pool_(maps, proposals, sizes.padded));
+  const auto [class_logits, box_regression] = box_predictor_->forward(box_features);
+  std::vector<Detections> detections =
+      postprocessDetections(class_logits, box_regression, proposals, sizes);
+  if (options_.with_masks) {
+    std::vector<at::Tensor> boxes, labels;
+    for (const Detections& d : detections) {
+      boxes.push_back(d.boxes);
+      labels.push_back(d.labels);
+    }
+    const std::vector<at::Tensor> masks = maskRCNNInference(maskLogits(maps, boxes, sizes), labels);
+    for (size_t i = 0; i < detections.size(); ++i)
+      detections[i].masks = masks[i];
+  }
+  return detections;
+}
+
+std::vector<at::Tensor> RoIHeadsImpl::checkedMaps(const std::vector<at::Tensor>& features,
+                                                  const std::vector<at::Tensor>& proposals,
+                                                  const ImageSizes& sizes) const {
+  std::vector<at::Tensor> maps = poolingMaps(features);
   const auto num_images = static_cast<size_t>(maps[0].size(0));
   TORCH_CHECK(proposals.size() == num_images, "RoIHeads: proposals for ", proposals.size(),
               " images in a batch of ", num_images);
@@ -321,49 +370,33 @@ RoIHeadsOutput RoIHeadsImpl::forward(const std::vector<at::Tensor>& features,
     TORCH_CHECK(proposals[i].dim() == 2 && proposals[i].size(1) == 4, "RoIHeads: image ", i,
                 ": proposals must be [P, 4], got ", proposals[i].sizes());
   }
+  return maps;
+}
+
+RoIHeadsOutput RoIHeadsImpl::forward(const std::vector<at::Tensor>& features,
+                                     const std::vector<at::Tensor>& proposals,
+                                     const ImageSizes& sizes, const RoIHeadsTargets* targets) {
+  const std::vector<at::Tensor> maps = checkedMaps(features, proposals, sizes);
   const bool training = is_training();
   TORCH_CHECK(!training || targets != nullptr, "RoIHeads: targets are required in training");
-
   RoIHeadsOutput out;
   if (training) {
-    const Sample sample = selectTrainingSamples(proposals, *targets);
-    const at::Tensor box_features =
-        box_head_->forward(box_roi_pool_(maps, sample.rois, sizes.padded));
-    const auto [class_logits, box_regression] = box_predictor_->forward(box_features);
-    RoIHeadsLosses losses = fastRCNNLoss(class_logits, box_regression, sample);
-    losses.box_reg_weighted = losses.box_reg * options_.box_loss_weight;
-    for (const at::Tensor& l : sample.labels) losses.sampled += static_cast<double>(l.numel());
-    if (options_.with_masks) {
-      // The mask branch learns from the positive RoIs only.
-      std::vector<at::Tensor> positive_rois, positive_matched;
-      for (size_t i = 0; i < num_images; ++i) {
-        const at::Tensor pos = at::where(sample.labels[i] > 0)[0];
-        positive_rois.push_back(sample.rois[i].index_select(0, pos));
-        positive_matched.push_back(sample.matched_idxs[i].index_select(0, pos));
-        losses.mask_positives += static_cast<double>(pos.numel());
-      }
-      const at::Tensor logits = maskLogits(maps, positive_rois, sizes);
-      losses.mask =
-          maskRCNNLoss(logits, positive_rois, targets->masks, targets->labels, positive_matched);
-      losses.mask_weighted = losses.mask * options_.mask_loss_weight;
-    }
-    out.losses = std::move(losses);
-    return out;
+    out.losses = trainingLosses(maps, proposals, sizes, *targets);
+  } else {
+    out.detections = detectFrom(maps, proposals, sizes);
   }
+  return out;
+}
 
-  const at::Tensor box_features = box_head_->forward(box_roi_pool_(maps, proposals, sizes.padded));
-  const auto [class_logits, box_regression] = box_predictor_->forward(box_features);
-  out.detections = postprocessDetections(class_logits, box_regression, proposals, sizes);
-  if (options_.with_masks) {
-    std::vector<at::Tensor> boxes, labels;
-    for (const Detections& d : out.detections) {
-      boxes.push_back(d.boxes);
-      labels.push_back(d.labels);
-    }
-    const std::vector<at::Tensor> masks = maskRCNNInference(maskLogits(maps, boxes, sizes), labels);
-    for (size_t i = 0; i < num_images; ++i)
-      out.detections[i].masks = masks[i];
-  }
+RoIHeadsOutput RoIHeadsImpl::validate(const std::vector<at::Tensor>& features,
+                                      const std::vector<at::Tensor>& training_proposals,
+                                      const std::vector<at::Tensor>& proposals,
+                                      const ImageSizes& sizes, const RoIHeadsTargets& targets) {
+  const std::vector<at::Tensor> maps = checkedMaps(features, proposals, sizes);
+  checkedMaps(features, training_proposals, sizes);
+  RoIHeadsOutput out;
+  out.losses = trainingLosses(maps, training_proposals, sizes, targets);
+  out.detections = detectFrom(maps, proposals, sizes);
   return out;
 }
 

@@ -131,8 +131,8 @@ struct Detections {
 };
 
 struct RoIHeadsOutput {
-  std::vector<Detections> detections;    // inference (not training)
-  std::optional<RoIHeadsLosses> losses;  // training
+  std::vector<Detections> detections;    // inference (not training) and validate()
+  std::optional<RoIHeadsLosses> losses;  // training and validate()
 };
 
 class RoIHeadsImpl : public torch::nn::Module {
@@ -148,6 +148,14 @@ class RoIHeadsImpl : public torch::nn::Module {
   RoIHeadsOutput forward(const std::vector<at::Tensor>& features,
                          const std::vector<at::Tensor>& proposals, const ImageSizes& sizes,
                          const RoIHeadsTargets* targets = nullptr);
+
+  // Validation, in either mode: the losses training computes on `training_proposals` (its
+  // sample drawn from targets.sample_keys when given) and the detections inference gives on
+  // `proposals`, from the same feature maps.
+  RoIHeadsOutput validate(const std::vector<at::Tensor>& features,
+                          const std::vector<at::Tensor>& training_proposals,
+                          const std::vector<at::Tensor>& proposals, const ImageSizes& sizes,
+                          const RoIHeadsTargets& targets);
 
   const RoIHeadsOptions& options() const { return options_; }
 
@@ -172,6 +180,16 @@ class RoIHeadsImpl : public torch::nn::Module {
  private:
   // The maps RoIAlign pools from: min_level..min(max_level, 5).
   std::vector<at::Tensor> poolingMaps(const std::vector<at::Tensor>& features) const;
+  // poolingMaps, after checking the proposals and sizes against the batch.
+  std::vector<at::Tensor> checkedMaps(const std::vector<at::Tensor>& features,
+                                      const std::vector<at::Tensor>& proposals,
+                                      const ImageSizes& sizes) const;
+  RoIHeadsLosses trainingLosses(const std::vector<at::Tensor>& maps,
+                                const std::vector<at::Tensor>& proposals, const ImageSizes& sizes,
+                                const RoIHeadsTargets& targets);
+  std::vector<Detections> detectFrom(const std::vector<at::Tensor>& maps,
+                                     const std::vector<at::Tensor>& proposals,
+                                     const ImageSizes& sizes);
 
   // Training: per image the sampled RoIs (proposals with the ground truth appended), their
   // labels, matched ground-truth indices and regression targets.

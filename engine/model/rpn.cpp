@@ -78,110 +78,112 @@ std::pair<at::Tensor, at::Tensor> RegionProposalNetworkImpl::assignTargets(
   return {labels, matched_gt};
 }
 
-RPNOutput RegionProposalNetworkImpl::forward(const std::vector<at::Tensor>& features,
-                                             const ImageSizes& sizes, const RPNTargets* targets) {
+RegionProposalNetworkImpl::HeadOutput RegionProposalNetworkImpl::runHead(
+    const std::vector<at::Tensor>& features, const ImageSizes& sizes) {
   TORCH_CHECK(!features.empty(), "RegionProposalNetwork: no feature maps");
-  const int64_t num_images = features[0].size(0);
-  TORCH_CHECK(static_cast<int64_t>(sizes.images.size()) == num_images,
+  HeadOutput h;
+  h.num_images = features[0].size(0);
+  TORCH_CHECK(static_cast<int64_t>(sizes.images.size()) == h.num_images,
               "RegionProposalNetwork: ", sizes.images.size(), " image sizes for a batch of ",
-              num_images);
-  const bool training = is_training();
-  TORCH_CHECK(!training || targets != nullptr,
-              "RegionProposalNetwork: targets are required in training");
+              h.num_images);
 
   auto [logits, deltas] = head_->forward(features);
-  const at::Tensor anchors = anchor_generator_(features, sizes.padded);  // [T, 4]
+  h.anchors = anchor_generator_(features, sizes.padded);  // [T, 4]
 
-  std::vector<int64_t> per_level;
   std::vector<at::Tensor> flat_logits, flat_deltas;
   for (size_t l = 0; l < logits.size(); ++l) {
-    per_level.push_back(logits[l].size(1) * logits[l].size(2) * logits[l].size(3));
+    h.per_level.push_back(logits[l].size(1) * logits[l].size(2) * logits[l].size(3));
     flat_logits.push_back(permuteAndFlatten(logits[l], 1));
     flat_deltas.push_back(permuteAndFlatten(deltas[l], 4));
   }
-  const at::Tensor objectness = at::cat(flat_logits, 1).flatten(0, -2);     // [N*T, 1]
-  const at::Tensor pred_deltas = at::cat(flat_deltas, 1).reshape({-1, 4});  // [N*T, 4]
-  const int64_t total = anchors.size(0);
+  h.objectness = at::cat(flat_logits, 1).flatten(0, -2);     // [N*T, 1]
+  h.pred_deltas = at::cat(flat_deltas, 1).reshape({-1, 4});  // [N*T, 4]
 
   // Proposals do not carry gradients back into the deltas (as torchvision). Decoded in float
   // also under autocast (torchvision decodes in the deltas' bfloat16, which puts a box edge
   // at 1000 px only to the nearest 4 px).
-  const at::Tensor all_anchors = anchors.repeat({num_images, 1});
-  const at::Tensor proposals =
-      ops::decode_boxes(pred_deltas.detach().to(at::kFloat), all_anchors, ops::BoxCoderWeights{})
-          .view({num_images, total, 4});
+  const at::Tensor all_anchors = h.anchors.repeat({h.num_images, 1});
+  h.decoded =
+      ops::decode_boxes(h.pred_deltas.detach().to(at::kFloat), all_anchors, ops::BoxCoderWeights{})
+          .view({h.num_images, h.anchors.size(0), 4});
+  return h;
+}
 
-  // ---- Proposals: the best anchors of each level, then per image clip, filter, NMS. ----
-  RPNOutput out;
-  {
-    const at::Tensor obj = objectness.detach().to(at::kFloat).reshape({num_images, total});
-    const int64_t pre_n = training ? options_.pre_nms_top_n_train : options_.pre_nms_top_n_test;
-    const int64_t post_n = training ? options_.post_nms_top_n_train : options_.post_nms_top_n_test;
-    const double nms_thresh = training ? options_.nms_thresh_train : options_.nms_thresh_test;
+void RegionProposalNetworkImpl::selectProposals(const HeadOutput& h, const ImageSizes& sizes,
+                                                bool training_counts,
+                                                std::vector<at::Tensor>& boxes_out,
+                                                std::vector<at::Tensor>* scores_out) const {
+  // The best anchors of each level, then per image clip, filter, NMS.
+  const int64_t total = h.anchors.size(0);
+  const at::Tensor obj = h.objectness.detach().to(at::kFloat).reshape({h.num_images, total});
+  const int64_t pre_n =
+      training_counts ? options_.pre_nms_top_n_train : options_.pre_nms_top_n_test;
+  const int64_t post_n =
+      training_counts ? options_.post_nms_top_n_train : options_.post_nms_top_n_test;
+  const double nms_thresh = training_counts ? options_.nms_thresh_train : options_.nms_thresh_test;
 
-    std::vector<at::Tensor> top_idx, top_lvl;
-    int64_t offset = 0;
-    for (size_t l = 0; l < per_level.size(); ++l) {
-      const at::Tensor level_obj = obj.narrow(1, offset, per_level[l]);
-      const int64_t k = std::min(pre_n, per_level[l]);
-      top_idx.push_back(std::get<1>(level_obj.topk(k, /*dim=*/1)) + offset);
-      top_lvl.push_back(
-          at::full({num_images, k}, static_cast<int64_t>(l), obj.options().dtype(at::kLong)));
-      offset += per_level[l];
-    }
-    const at::Tensor idx = at::cat(top_idx, 1);
-    const at::Tensor lvl = at::cat(top_lvl, 1);
-    const at::Tensor prob = at::sigmoid(obj.gather(1, idx));
-    const at::Tensor boxes = proposals.gather(1, idx.unsqueeze(2).expand({-1, -1, 4}));
-
-    for (int64_t i = 0; i < num_images; ++i) {
-      at::Tensor b = clipToImage(boxes[i], sizes.images[static_cast<size_t>(i)]);
-      at::Tensor s = prob[i];
-      at::Tensor v = lvl[i];
-      const at::Tensor w = b.select(1, 2) - b.select(1, 0);
-      const at::Tensor h = b.select(1, 3) - b.select(1, 1);
-      const at::Tensor keep_big = at::where((w >= options_.min_size) & (h >= options_.min_size) &
-                                            (s >= options_.score_thresh))[0];
-      b = b.index_select(0, keep_big);
-      s = s.index_select(0, keep_big);
-      v = v.index_select(0, keep_big);
-      at::Tensor keep = ops::batched_nms(b, s, v, nms_thresh);
-      keep = keep.narrow(0, 0, std::min(post_n, keep.size(0)));
-      out.boxes.push_back(b.index_select(0, keep));
-      out.scores.push_back(s.index_select(0, keep));
-    }
+  std::vector<at::Tensor> top_idx, top_lvl;
+  int64_t offset = 0;
+  for (size_t l = 0; l < h.per_level.size(); ++l) {
+    const at::Tensor level_obj = obj.narrow(1, offset, h.per_level[l]);
+    const int64_t k = std::min(pre_n, h.per_level[l]);
+    top_idx.push_back(std::get<1>(level_obj.topk(k, /*dim=*/1)) + offset);
+    top_lvl.push_back(
+        at::full({h.num_images, k}, static_cast<int64_t>(l), obj.options().dtype(at::kLong)));
+    offset += h.per_level[l];
   }
+  const at::Tensor idx = at::cat(top_idx, 1);
+  const at::Tensor lvl = at::cat(top_lvl, 1);
+  const at::Tensor prob = at::sigmoid(obj.gather(1, idx));
+  const at::Tensor boxes = h.decoded.gather(1, idx.unsqueeze(2).expand({-1, -1, 4}));
 
-  if (!training) return out;
+  for (int64_t i = 0; i < h.num_images; ++i) {
+    at::Tensor b = clipToImage(boxes[i], sizes.images[static_cast<size_t>(i)]);
+    at::Tensor s = prob[i];
+    at::Tensor v = lvl[i];
+    const at::Tensor w = b.select(1, 2) - b.select(1, 0);
+    const at::Tensor ht = b.select(1, 3) - b.select(1, 1);
+    const at::Tensor keep_big = at::where((w >= options_.min_size) & (ht >= options_.min_size) &
+                                          (s >= options_.score_thresh))[0];
+    b = b.index_select(0, keep_big);
+    s = s.index_select(0, keep_big);
+    v = v.index_select(0, keep_big);
+    at::Tensor keep = ops::batched_nms(b, s, v, nms_thresh);
+    keep = keep.narrow(0, 0, std::min(post_n, keep.size(0)));
+    boxes_out.push_back(b.index_select(0, keep));
+    if (scores_out) scores_out->push_back(s.index_select(0, keep));
+  }
+}
 
-  // ---- Losses ----
-  TORCH_CHECK(static_cast<int64_t>(targets->boxes.size()) == num_images,
-              "RegionProposalNetwork: ground truth for ", targets->boxes.size(),
-              " images in a batch of ", num_images);
+RPNLosses RegionProposalNetworkImpl::computeLosses(const HeadOutput& h, const RPNTargets& targets) {
+  TORCH_CHECK(static_cast<int64_t>(targets.boxes.size()) == h.num_images,
+              "RegionProposalNetwork: ground truth for ", targets.boxes.size(),
+              " images in a batch of ", h.num_images);
+  const int64_t total = h.anchors.size(0);
   std::vector<at::Tensor> labels, regression_targets;
-  for (int64_t i = 0; i < num_images; ++i) {
-    const at::Tensor gt = targets->boxes[static_cast<size_t>(i)];
+  for (int64_t i = 0; i < h.num_images; ++i) {
+    const at::Tensor gt = targets.boxes[static_cast<size_t>(i)];
     TORCH_CHECK(gt.numel() == 0 || (gt.dim() == 2 && gt.size(1) == 4),
                 "RegionProposalNetwork: ground-truth boxes must be [M, 4], got ", gt.sizes());
-    auto [l, matched_gt] = assignTargets(anchors, gt.to(anchors.options()));
-    regression_targets.push_back(ops::encode_boxes(matched_gt, anchors, ops::BoxCoderWeights{}));
+    auto [l, matched_gt] = assignTargets(h.anchors, gt.to(h.anchors.options()));
+    regression_targets.push_back(ops::encode_boxes(matched_gt, h.anchors, ops::BoxCoderWeights{}));
     labels.push_back(std::move(l));
   }
 
-  std::vector<SampledMasks> sampled = targets->sampled;
+  std::vector<SampledMasks> sampled = targets.sampled;
   if (sampled.empty()) {
-    sampled = sampler_(labels, targets->sample_keys);
+    sampled = sampler_(labels, targets.sample_keys);
   } else {
-    TORCH_CHECK(static_cast<int64_t>(sampled.size()) == num_images,
+    TORCH_CHECK(static_cast<int64_t>(sampled.size()) == h.num_images,
                 "RegionProposalNetwork: given samples for ", sampled.size(),
-                " images in a batch of ", num_images);
+                " images in a batch of ", h.num_images);
   }
   std::vector<at::Tensor> pos_masks, neg_masks;
   for (const SampledMasks& m : sampled) {
     TORCH_CHECK(m.positive.numel() == total && m.negative.numel() == total,
                 "RegionProposalNetwork: a sample mask must cover the image's ", total, " anchors");
-    pos_masks.push_back(m.positive.to(anchors.device()));
-    neg_masks.push_back(m.negative.to(anchors.device()));
+    pos_masks.push_back(m.positive.to(h.anchors.device()));
+    neg_masks.push_back(m.negative.to(h.anchors.device()));
   }
   const at::Tensor pos = at::where(at::cat(pos_masks, 0))[0];
   const at::Tensor neg = at::where(at::cat(neg_masks, 0))[0];
@@ -191,14 +193,35 @@ RPNOutput RegionProposalNetworkImpl::forward(const std::vector<at::Tensor>& feat
 
   RPNLosses losses;
   losses.box =
-      at::smooth_l1_loss(pred_deltas.index_select(0, pos), all_targets.index_select(0, pos),
+      at::smooth_l1_loss(h.pred_deltas.index_select(0, pos), all_targets.index_select(0, pos),
                          at::Reduction::Sum, options_.smooth_l1_beta) /
       static_cast<double>(sampled_idx.numel());
   losses.objectness = at::binary_cross_entropy_with_logits(
-      objectness.flatten().index_select(0, sampled_idx), all_labels.index_select(0, sampled_idx));
+      h.objectness.flatten().index_select(0, sampled_idx), all_labels.index_select(0, sampled_idx));
   losses.box_weighted = losses.box * options_.box_loss_weight;
   losses.sampled = static_cast<double>(sampled_idx.numel());
-  out.losses = std::move(losses);
+  return losses;
+}
+
+RPNOutput RegionProposalNetworkImpl::forward(const std::vector<at::Tensor>& features,
+                                             const ImageSizes& sizes, const RPNTargets* targets) {
+  const bool training = is_training();
+  TORCH_CHECK(!training || targets != nullptr,
+              "RegionProposalNetwork: targets are required in training");
+  const HeadOutput h = runHead(features, sizes);
+  RPNOutput out;
+  selectProposals(h, sizes, training, out.boxes, &out.scores);
+  if (training) out.losses = computeLosses(h, *targets);
+  return out;
+}
+
+RPNOutput RegionProposalNetworkImpl::validate(const std::vector<at::Tensor>& features,
+                                              const ImageSizes& sizes, const RPNTargets& targets) {
+  const HeadOutput h = runHead(features, sizes);
+  RPNOutput out;
+  selectProposals(h, sizes, /*training_counts=*/false, out.boxes, &out.scores);
+  selectProposals(h, sizes, /*training_counts=*/true, out.training_boxes, nullptr);
+  out.losses = computeLosses(h, targets);
   return out;
 }
 

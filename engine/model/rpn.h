@@ -89,7 +89,10 @@ struct RPNLosses {
 struct RPNOutput {
   std::vector<at::Tensor> boxes;    // per image [K_i, 4], by decreasing score
   std::vector<at::Tensor> scores;   // per image [K_i], objectness probability
-  std::optional<RPNLosses> losses;  // in training (targets given)
+  std::optional<RPNLosses> losses;  // in training (targets given) and validate()
+  // validate(): the proposals training would give (its top-n counts and NMS threshold), from
+  // which the RoI heads' losses are computed; `boxes` are then inference's.
+  std::vector<at::Tensor> training_boxes;
 };
 
 class RegionProposalNetworkImpl : public torch::nn::Module {
@@ -103,6 +106,12 @@ class RegionProposalNetworkImpl : public torch::nn::Module {
   RPNOutput forward(const std::vector<at::Tensor>& features, const ImageSizes& sizes,
                     const RPNTargets* targets = nullptr);
 
+  // Validation, in either mode: one run of the head gives inference's proposals (`boxes`,
+  // `scores`), training's (`training_boxes`) and the losses training computes against
+  // `targets` (drawing its sample from targets.sample_keys when given).
+  RPNOutput validate(const std::vector<at::Tensor>& features, const ImageSizes& sizes,
+                     const RPNTargets& targets);
+
   const RPNOptions& options() const { return options_; }
   const AnchorGenerator& anchorGenerator() const { return anchor_generator_; }
   RPNHead& head() { return head_; }
@@ -113,6 +122,21 @@ class RegionProposalNetworkImpl : public torch::nn::Module {
                                                   const at::Tensor& gt_boxes) const;
 
  private:
+  // The head's outputs on every anchor of the batch.
+  struct HeadOutput {
+    int64_t num_images = 0;
+    std::vector<int64_t> per_level;  // anchors per level (and image)
+    at::Tensor anchors;              // [T, 4], one image's
+    at::Tensor objectness;           // [N*T, 1] logits
+    at::Tensor pred_deltas;          // [N*T, 4]
+    at::Tensor decoded;              // [N, T, 4] float, detached
+  };
+  HeadOutput runHead(const std::vector<at::Tensor>& features, const ImageSizes& sizes);
+  // Per image the proposals with training's counts and NMS threshold or inference's.
+  void selectProposals(const HeadOutput& head, const ImageSizes& sizes, bool training_counts,
+                       std::vector<at::Tensor>& boxes, std::vector<at::Tensor>* scores) const;
+  RPNLosses computeLosses(const HeadOutput& head, const RPNTargets& targets);
+
   AnchorGenerator anchor_generator_;
   RPNHead head_;
   RPNOptions options_;

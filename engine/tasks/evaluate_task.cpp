@@ -205,8 +205,8 @@ int evaluateCheckpoint(const TaskOptions& options, const EvaluateOptions& evalua
   const train::CocoSummary bbox = cocoSummary(*v.report.bbox, *val_gt);
   std::optional<train::CocoSummary> segm;
   if (v.report.segm) segm = cocoSummary(*v.report.segm, *val_gt);
-  report.write(
-      train::evalEvent(step, v.images, bbox, segm ? &*segm : nullptr, metrics_path.string()));
+  report.write(train::evalEvent(step, v.images, bbox, segm ? &*segm : nullptr,
+                                metrics_path.string(), v.losses ? &*v.losses : nullptr));
 
   std::ostringstream summary;
   summary << weights.filename().string() << " on " << v.images << " images of "

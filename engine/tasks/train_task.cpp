@@ -237,6 +237,9 @@ int TrainTask::run() {
     validator->setDatasetPaths(
         fs::absolute(data->val_json).string(),
         data->val_image_dir.empty() ? std::string() : fs::absolute(data->val_image_dir).string());
+    // visualize_images_summary: a few images with their detections at each evaluation
+    // (eval/overlays/, and TensorBoard's images).
+    if (s.visualize_images_summary()) validator->setOverlayImages(kOverlayImagesPerEvaluation);
     // Evaluated in the precision it trains in (fp16 on the CPU was refused above).
     std::string unused;
     if (const auto precision = precisionFromSpec(s, device, &unused))

@@ -171,6 +171,16 @@ std::string localTimestamp(double unix_seconds) {
   return buf;
 }
 
+namespace {
+// "1.2345 (rpn_objectness 0.1000, rpn_box ..., mask 0.3000)"
+std::string lossText(const events::Losses& l) {
+  return format("%.4f", l.total()) + " (rpn_objectness " + format("%.4f", l.rpn_objectness()) +
+         ", rpn_box " + format("%.4f", l.rpn_box()) + ", fast_rcnn_class " +
+         format("%.4f", l.fast_rcnn_class()) + ", fast_rcnn_box " +
+         format("%.4f", l.fast_rcnn_box()) + ", mask " + format("%.4f", l.mask()) + ")";
+}
+}  // namespace
+
 std::string eventText(const events::Event& e, const std::string& task, uint64_t total_steps) {
   const std::string& type = e.type();
   std::string t;
@@ -195,13 +205,8 @@ std::string eventText(const events::Event& e, const std::string& task, uint64_t 
     if (!e.has_losses()) {  // a task counting items
       t = (task == "inference" ? "images " : "step ") + std::to_string(e.step()) + of;
     } else {
-      const events::Losses& l = e.losses();
       t = "step " + std::to_string(e.step()) + of + "  epoch " + std::to_string(e.epoch()) +
-          "  lr " + format("%.5g", e.lr()) + "  loss " + format("%.4f", l.total()) +
-          " (rpn_objectness " + format("%.4f", l.rpn_objectness()) + ", rpn_box " +
-          format("%.4f", l.rpn_box()) + ", fast_rcnn_class " + format("%.4f", l.fast_rcnn_class()) +
-          ", fast_rcnn_box " + format("%.4f", l.fast_rcnn_box()) + ", mask " +
-          format("%.4f", l.mask()) + ")";
+          "  lr " + format("%.5g", e.lr()) + "  loss " + lossText(e.losses());
     }
     if (e.images_per_second() > 0) t += "  " + format("%.2f", e.images_per_second()) + " img/s";
     if (e.data_wait_share() > 0)
@@ -220,6 +225,7 @@ std::string eventText(const events::Event& e, const std::string& task, uint64_t 
     t += ": bbox " + apText(e.bbox());
     if (e.has_segm() && e.segm().stats_size() > 0) t += "; segm " + apText(e.segm());
     if (!e.metrics_path().empty()) t += "; metrics " + e.metrics_path();
+    if (e.has_val_losses()) t += "\n  validation loss " + lossText(e.val_losses());
     // AP per category, by id (protobuf maps have no order).
     std::map<int64_t, double> bbox(e.bbox().per_category_ap().begin(),
                                    e.bbox().per_category_ap().end());
@@ -324,7 +330,8 @@ void fillStats(const CocoSummary& s, events::CocoStats* out) {
 }  // namespace
 
 events::Event evalEvent(uint64_t step, uint64_t images, const CocoSummary& bbox,
-                        const CocoSummary* segm, const std::string& metrics_path) {
+                        const CocoSummary* segm, const std::string& metrics_path,
+                        const LossValues* val_losses) {
   events::Event e;
   e.set_type("eval");
   e.set_step(step);
@@ -332,6 +339,15 @@ events::Event evalEvent(uint64_t step, uint64_t images, const CocoSummary& bbox,
   fillStats(bbox, e.mutable_bbox());
   if (segm) fillStats(*segm, e.mutable_segm());
   e.set_metrics_path(metrics_path);
+  if (val_losses) {
+    events::Losses* l = e.mutable_val_losses();
+    l->set_total(val_losses->total);
+    l->set_rpn_objectness(val_losses->rpn_objectness);
+    l->set_rpn_box(val_losses->rpn_box);
+    l->set_fast_rcnn_class(val_losses->fast_rcnn_class);
+    l->set_fast_rcnn_box(val_losses->fast_rcnn_box);
+    l->set_mask(val_losses->mask);
+  }
   return e;
 }
 

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/train/loss_values.h"
 #include "specs/events.h"
 
 namespace mrcnn::train {
@@ -116,9 +117,10 @@ struct CocoSummary {
   std::map<int64_t, double> per_category_ap;
   std::map<int64_t, std::string> category_names;
 };
-// `segm` may be null (box-only models).
+// `segm` may be null (box-only models); `val_losses` null when the evaluation computed none.
 events::Event evalEvent(uint64_t step, uint64_t images, const CocoSummary& bbox,
-                        const CocoSummary* segm, const std::string& metrics_path);
+                        const CocoSummary* segm, const std::string& metrics_path,
+                        const LossValues* val_losses = nullptr);
 
 events::Event checkpointEvent(const std::string& path, uint64_t step, bool best);
 // image_id / annotation_id: 0 when the warning concerns none.

@@ -12,6 +12,11 @@ std::filesystem::path RunDir::evalFile(uint64_t step) const {
   return evalDir() / ("step-" + std::to_string(step) + ".json");
 }
 
+std::filesystem::path RunDir::overlayFile(uint64_t step, int64_t image_id) const {
+  return evalDir() / "overlays" / ("step-" + std::to_string(step)) /
+         ("image-" + std::to_string(image_id) + ".png");
+}
+
 void RunDir::create() const {
   for (const auto& dir : {root_, checkpointsDir(), evalDir()}) {
     std::error_code ec;

@@ -25,6 +25,8 @@ class RunDir {
   std::filesystem::path checkpointsDir() const { return root_ / "checkpoints"; }
   std::filesystem::path evalDir() const { return root_ / "eval"; }
   std::filesystem::path evalFile(uint64_t step) const;  // eval/step-N.json
+  // eval/overlays/step-N/image-ID.png (visualize_images_summary)
+  std::filesystem::path overlayFile(uint64_t step, int64_t image_id) const;
   std::filesystem::path inferenceDir() const { return root_ / "inference"; }
   // TensorBoard's event files (tensorboard_writer.h): a new one for each start or resume.
   std::filesystem::path tensorboardDir() const { return root_ / "tensorboard"; }

@@ -8,6 +8,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <string_view>
 #include <system_error>
@@ -36,6 +39,16 @@ void add(tensorboard::Summary& summary, const std::string& tag, double value) {
   tensorboard::Summary::Value* v = summary.add_value();
   v->set_tag(tag);
   v->set_simple_value(static_cast<float>(value));
+}
+
+// Adds the six losses under `group` ("loss/", "val_loss/").
+void addLosses(tensorboard::Summary& s, const std::string& group, const events::Losses& l) {
+  add(s, group + "total", l.total());
+  add(s, group + "rpn_objectness", l.rpn_objectness());
+  add(s, group + "rpn_box", l.rpn_box());
+  add(s, group + "fast_rcnn_class", l.fast_rcnn_class());
+  add(s, group + "fast_rcnn_box", l.fast_rcnn_box());
+  add(s, group + "mask", l.mask());
 }
 
 // pycocotools' summarize() order, as the tags name them.
@@ -119,6 +132,33 @@ void addPrCurves(tensorboard::Summary& summary, const std::string& metrics_path)
   }
 }
 
+// An evaluation's overlay PNGs as images ("eval_images/image-ID", one slider over the
+// steps each); a file that cannot be read or is not a PNG is left out (they are the run's own).
+void addImages(tensorboard::Summary& summary,
+               const google::protobuf::RepeatedPtrField<std::string>& paths) {
+  for (const std::string& path : paths) {
+    std::ifstream in(path, std::ios::binary);
+    const std::string png((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // The signature, then the IHDR chunk: width and height big-endian at bytes 16 and 20.
+    static constexpr std::string_view kSignature("\x89PNG\r\n\x1a\n", 8);
+    if (png.size() < 24 || png.compare(0, 8, kSignature) != 0 || png.compare(12, 4, "IHDR") != 0)
+      continue;
+    const auto be32 = [&](size_t at) {
+      uint32_t v = 0;
+      for (size_t k = 0; k < 4; ++k)
+        v = (v << 8) | static_cast<uint8_t>(png[at + k]);
+      return static_cast<int32_t>(v);
+    };
+    tensorboard::Summary::Value* v = summary.add_value();
+    v->set_tag("eval_images/" + std::filesystem::path(path).stem().string());
+    tensorboard::Summary::Image* image = v->mutable_image();
+    image->set_width(be32(16));
+    image->set_height(be32(20));
+    image->set_colorspace(3);
+    image->set_encoded_image_string(png);
+  }
+}
+
 }  // namespace
 
 uint32_t maskedCrc32c(const void* data, std::size_t size) {
@@ -185,15 +225,7 @@ void TensorBoardWriter::onEvent(const events::Event& in) {
   e.set_step(static_cast<int64_t>(in.step()));
   tensorboard::Summary& s = *e.mutable_summary();
   if (in.type() == "progress") {
-    if (in.has_losses()) {
-      const events::Losses& l = in.losses();
-      add(s, "loss/total", l.total());
-      add(s, "loss/rpn_objectness", l.rpn_objectness());
-      add(s, "loss/rpn_box", l.rpn_box());
-      add(s, "loss/fast_rcnn_class", l.fast_rcnn_class());
-      add(s, "loss/fast_rcnn_box", l.fast_rcnn_box());
-      add(s, "loss/mask", l.mask());
-    }
+    if (in.has_losses()) addLosses(s, "loss/", in.losses());
     add(s, "train/learning_rate", in.lr());
     add(s, "train/images_per_second", in.images_per_second());
     add(s, "train/data_wait_share", in.data_wait_share());
@@ -211,7 +243,9 @@ void TensorBoardWriter::onEvent(const events::Event& in) {
       for (int i = 0; i < stats->stats_size() && i < 12; ++i)
         add(s, std::string("eval/") + type + "_" + kStatNames[i], stats->stats(i));
     }
+    if (in.has_val_losses()) addLosses(s, "val_loss/", in.val_losses());
     addPrCurves(s, in.metrics_path());
+    addImages(s, in.overlay_paths());
   }
   if (s.value_size() > 0) write(e);
 }

@@ -5,11 +5,13 @@
 // scalars as they are written (onEvent, hooked to the EventWriter): every loss, the learning
 // rate, images/s, the data wait, memory, the loss scale, and the 12 COCO stats of each IoU
 // type at each evaluation, tagged in groups ("loss/total", "train/learning_rate",
-// "eval/bbox_AP50", ...), and with each evaluation the PR curve of every class at IoU .50 from
-// its metrics file, as the pr_curves plugin's data ("pr_curves/segm/circle": precision and
-// recall at score thresholds 0, .01, ..., 1, from pycocotools' precision and scores). A record goes
-// out in one write(2); a short write (a full disk) is cut back and reported, so a reader never sees
-// a torn record.
+// "eval/bbox_AP50", ..., the validation losses as "val_loss/total", ...), and with each evaluation
+// the PR curve of every class at IoU .50 from its metrics file, as the pr_curves plugin's data
+// ("pr_curves/segm/circle": precision and recall at score thresholds 0, .01, ..., 1, from
+// pycocotools' precision and scores), and the evaluation's overlay images when
+// visualize_images_summary draws them ("eval_images/image-ID", the PNGs of eval/overlays/). A
+// record goes out in one write(2); a short write (a full
+// disk) is cut back and reported, so a reader never sees a torn record.
 #pragma once
 
 #include <cstddef>

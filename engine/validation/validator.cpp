@@ -5,13 +5,18 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <map>
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
 #include <stdexcept>
 #include <string>
 
+#include "dataset/loader/transform.h"
 #include "engine/dist/process_group.h"
 #include "engine/inference/coco_results.h"
+#include "engine/inference/overlay.h"
 #include "engine/model/postprocess.h"
 #include "engine/setup/data_setup.h"
 #include "engine/train/autocast_scope.h"
@@ -123,17 +128,20 @@ Validator::Validator(std::shared_ptr<const dataset::CocoDataset> ground_truth,
   for (size_t i = 0; i < n; ++i)
     images.push_back(source_->imageId(i));
   evaluator_ = std::make_unique<eval::CocoEvaluator>(*ground_truth_, with_masks_, images);
+  for (const auto& c : ground_truth_->categories())
+    category_names_[c.id] = c.name;
 }
 
 namespace {
 
-// The detections of a loader batch, each image's as it gets them alone: the images of one
+// Runs `step(images, sizes, members)` on the images of a loader batch grouped by their own
+// padded size and returns each image's detections, as it gets them alone: the images of one
 // padded size run together, cropped to that size. (Padding an image beyond its own size in
 // a batch of larger ones changes the anchors the RPN ranks, hence its detections; see
 // engine/inference/image_input.h.) In fixed mode every image fills the canvas: one group.
-std::vector<model::Detections> detectBySize(model::MaskRCNNImpl& model, const dataset::Batch& batch,
-                                            const c10::Device& device,
-                                            const dataset::LoaderOptions& options) {
+template <typename Step>
+std::vector<model::Detections> bySize(const dataset::Batch& batch,
+                                      const dataset::LoaderOptions& options, Step&& step) {
   const at::Tensor images = batchImages(batch);
   const model::ImageSizes sizes = batchSizes(batch);
   const auto own = [&](size_t i) -> std::array<int64_t, 2> {
@@ -145,7 +153,7 @@ std::vector<model::Detections> detectBySize(model::MaskRCNNImpl& model, const da
   for (size_t i = 0; i < sizes.images.size(); ++i)
     groups[own(i)].push_back(static_cast<int64_t>(i));
   if (groups.size() == 1 && groups.begin()->first == sizes.padded)
-    return model.detect(images.to(device), sizes);
+    return step(images, sizes, groups.begin()->second);
   std::vector<model::Detections> out(sizes.images.size());
   for (const auto& [padded, members] : groups) {
     model::ImageSizes group_sizes;
@@ -155,11 +163,165 @@ std::vector<model::Detections> detectBySize(model::MaskRCNNImpl& model, const da
     const at::Tensor group_images = images.index_select(0, at::tensor(members, at::kLong))
                                         .slice(2, 0, padded[0])
                                         .slice(3, 0, padded[1]);
-    std::vector<model::Detections> dets = model.detect(group_images.to(device), group_sizes);
+    std::vector<model::Detections> dets = step(group_images, group_sizes, members);
     for (size_t k = 0; k < members.size(); ++k)
       out[static_cast<size_t>(members[k])] = std::move(dets[k]);
   }
   return out;
+}
+
+// The losses' running sums: each component times its denominator, and the denominators, so
+// that groups, batches and ranks add up to the mean over all the images.
+struct LossSums {
+  enum : int64_t {
+    kObjectness,
+    kRpnBox,
+    kClassifier,
+    kBoxReg,
+    kMask,
+    kRpnSampled,
+    kRoiSampled,
+    kMaskPositives,
+    kImages,
+    kCount
+  };
+  std::array<double, kCount> v{};
+
+  void add(const model::MaskRCNNLosses& l, size_t images) {
+    const auto value = [](const at::Tensor& t) {
+      return t.defined() ? t.to(at::kDouble).item<double>() : 0.0;
+    };
+    // A component whose denominator is 0 (no positive RoI for the mask) adds nothing.
+    if (l.rpn_sampled > 0) {
+      v[kObjectness] += value(l.rpn_objectness) * l.rpn_sampled;
+      v[kRpnBox] += value(l.rpn_box) * l.rpn_sampled;
+    }
+    if (l.roi_sampled > 0) {
+      v[kClassifier] += value(l.classifier) * l.roi_sampled;
+      v[kBoxReg] += value(l.box_reg) * l.roi_sampled;
+    }
+    if (l.mask_positives > 0) v[kMask] += value(l.mask) * l.mask_positives;
+    v[kRpnSampled] += l.rpn_sampled;
+    v[kRoiSampled] += l.roi_sampled;
+    v[kMaskPositives] += l.mask_positives;
+    v[kImages] += static_cast<double>(images);
+  }
+
+  train::LossValues means(const model::MaskRCNNOptions& o) const {
+    const auto mean = [&](int64_t sum, int64_t count) {
+      return v[count] > 0 ? v[sum] / v[count] : 0.0;
+    };
+    train::LossValues l;
+    l.rpn_objectness = mean(kObjectness, kRpnSampled);
+    l.rpn_box = mean(kRpnBox, kRpnSampled);
+    l.fast_rcnn_class = mean(kClassifier, kRoiSampled);
+    l.fast_rcnn_box = mean(kBoxReg, kRoiSampled);
+    l.mask = mean(kMask, kMaskPositives);
+    l.total = l.rpn_objectness + l.rpn_box * o.rpn.box_loss_weight + l.fast_rcnn_class +
+              l.fast_rcnn_box * o.roi_heads.box_loss_weight;
+    if (o.roi_heads.with_masks) l.total += l.mask * o.roi_heads.mask_loss_weight;
+    return l;
+  }
+};
+
+// The ground truth of some images of a batch as training sees it: crowds skipped and the
+// instance cap applied as the training loader does (the evaluation loader keeps them all),
+// labels outside the model's classes dropped; each image's samples keyed by its place in the
+// source.
+model::MaskRCNNTargets lossTargets(const dataset::Batch& batch, const std::vector<int64_t>& members,
+                                   const dataset::LoaderOptions& options, int64_t num_classes,
+                                   bool with_masks) {
+  model::MaskRCNNTargets t;
+  for (int64_t m : members) {
+    const auto i = static_cast<size_t>(m);
+    const dataset::Targets& g = batch.targets[i];
+    std::vector<int64_t> keep;
+    for (size_t k = 0; k < g.size(); ++k) {
+      if (options.skip_crowd_during_training && g.iscrowd[k]) continue;
+      if (g.labels[k] < 1 || g.labels[k] >= num_classes) continue;
+      if (options.max_num_instances > 0 && keep.size() >= options.max_num_instances) break;
+      keep.push_back(static_cast<int64_t>(k));
+    }
+    const auto n = static_cast<int64_t>(g.size());
+    const at::Tensor index = at::tensor(keep, at::kLong);
+    t.boxes.push_back(at::from_blob(const_cast<float*>(g.boxes.data()), {n, 4}, at::kFloat)
+                          .index_select(0, index));
+    t.labels.push_back(at::from_blob(const_cast<int64_t*>(g.labels.data()), {n}, at::kLong)
+                           .index_select(0, index));
+    if (with_masks) {
+      const int64_t h = batch.meta[i].height, w = batch.meta[i].width;
+      t.masks.push_back(
+          g.masks.empty()
+              ? at::zeros({static_cast<int64_t>(keep.size()), h, w}, at::kByte)
+              : at::from_blob(const_cast<uint8_t*>(g.masks.data()), {n, h, w}, at::kByte)
+                    .index_select(0, index));
+    }
+    t.sample_keys.push_back(0x76616C5F6C6F7373ull ^ batch.meta[i].source_index);
+  }
+  return t;
+}
+
+// Image i of a batch as the model saw it: its resized region, the normalisation undone, BGR.
+cv::Mat batchImageBgr(const dataset::Batch& batch, size_t i) {
+  const dataset::ImageMeta& meta = batch.meta[i];
+  const size_t plane = static_cast<size_t>(batch.height) * static_cast<size_t>(batch.width);
+  const float* pixels = batch.image(i);
+  cv::Mat out(meta.height, meta.width, CV_8UC3);
+  for (int y = 0; y < meta.height; ++y) {
+    auto* row = out.ptr<cv::Vec3b>(y);
+    for (int x = 0; x < meta.width; ++x) {
+      const size_t at =
+          static_cast<size_t>(y) * static_cast<size_t>(batch.width) + static_cast<size_t>(x);
+      for (size_t c = 0; c < 3; ++c) {
+        const float v =
+            (pixels[c * plane + at] * dataset::kImageNetStd[c] + dataset::kImageNetMean[c]) *
+            255.0f;
+        row[x][2 - static_cast<int>(c)] = cv::saturate_cast<uint8_t>(std::lround(v));
+      }
+    }
+  }
+  return out;
+}
+
+constexpr double kOverlayScore = 0.5;  // as the inference task's default
+
+ValidationOverlay drawValidationOverlay(const dataset::Batch& batch, size_t i,
+                                        const model::Detections& dets,
+                                        const std::vector<int64_t>& category_ids,
+                                        const std::map<int64_t, std::string>& names) {
+  const dataset::ImageMeta& meta = batch.meta[i];
+  const std::array<int64_t, 2> size{meta.height, meta.width};
+  const model::Detections cpu{dets.boxes.cpu(), dets.scores.cpu(), dets.labels.cpu(),
+                              dets.masks.defined() ? dets.masks.cpu() : at::Tensor()};
+  const model::ImageDetections drawn = model::toOriginalImage(cpu, size, size);
+  const at::Tensor boxes = drawn.boxes.to(at::kFloat).contiguous();
+  const at::Tensor scores = drawn.scores.to(at::kFloat).contiguous();
+  const at::Tensor masks = drawn.masks.defined() ? drawn.masks.contiguous() : at::Tensor();
+  std::vector<OverlayInstance> instances;
+  for (int64_t k = 0; k < boxes.size(0); ++k) {
+    const float score = scores[k].item<float>();
+    if (score < kOverlayScore) continue;
+    const int64_t label = drawn.labels[k].item<int64_t>();
+    const int64_t id = label >= 0 && static_cast<size_t>(label) < category_ids.size()
+                           ? category_ids[static_cast<size_t>(label)]
+                           : label;
+    const auto name = names.find(id);
+    OverlayInstance in;
+    in.x1 = boxes[k][0].item<float>();
+    in.y1 = boxes[k][1].item<float>();
+    in.x2 = boxes[k][2].item<float>();
+    in.y2 = boxes[k][3].item<float>();
+    in.score = score;
+    in.category_id = id;
+    in.name = name != names.end() ? name->second : std::to_string(id);
+    if (masks.defined()) in.mask = masks[k].data_ptr<uint8_t>();
+    instances.push_back(std::move(in));
+  }
+  cv::Mat image = batchImageBgr(batch, i);
+  drawOverlay(image, instances);
+  std::vector<uint8_t> png;
+  cv::imencode(".png", image, png);
+  return {meta.image_id, std::string(png.begin(), png.end())};
 }
 
 }  // namespace
@@ -173,10 +335,13 @@ ValidationResult Validator::run(model::MaskRCNNImpl& model, const c10::Device& d
   ValidationResult result;
   std::vector<ImageDetections> per_image;
   dataset::LoaderOptions options = options_;
+  options.load_masks = compute_losses_ && with_masks_;
   if (group != nullptr) {
     options.shard_count = static_cast<uint32_t>(group->size());
     options.shard_index = static_cast<uint32_t>(group->rank());
   }
+  const bool masks = with_masks_ && model.options().roi_heads.with_masks;
+  LossSums sums;
   dataset::Loader loader(source_, options);
   while (auto batch = loader.next()) {
     for (auto& w : batch->warnings)
@@ -184,10 +349,27 @@ ValidationResult Validator::run(model::MaskRCNNImpl& model, const c10::Device& d
     std::vector<model::Detections> dets;
     {
       train::AutocastScope autocast(precision_.autocast, device.type(), precision_.dtype);
-      dets = detectBySize(model, *batch, device, options);
+      dets = bySize(*batch, options,
+                    [&](const at::Tensor& images, const model::ImageSizes& sizes,
+                        const std::vector<int64_t>& members) {
+                      if (!compute_losses_) return model.detect(images.to(device), sizes);
+                      model::MaskRCNNTargets targets =
+                          lossTargets(*batch, members, options_, model.numClasses(), masks);
+                      for (auto* list : {&targets.boxes, &targets.labels, &targets.masks})
+                        for (at::Tensor& t : *list)
+                          t = t.to(device);
+                      model::MaskRCNNValidation v =
+                          model.validate(images.to(device), sizes, targets);
+                      sums.add(v.losses, members.size());
+                      return std::move(v.detections);
+                    });
     }
     for (size_t i = 0; i < dets.size(); ++i) {
       const dataset::ImageMeta& meta = batch->meta[i];
+      if (result.overlays.size() < overlay_images_ && (group == nullptr || group->rank() == 0)) {
+        result.overlays.push_back(
+            drawValidationOverlay(*batch, i, dets[i], category_ids_, category_names_));
+      }
       model::Detections cpu{dets[i].boxes.cpu(), dets[i].scores.cpu(), dets[i].labels.cpu(),
                             dets[i].masks.defined() ? dets[i].masks.cpu() : at::Tensor()};
       const model::ImageDetections original = model::toOriginalImage(
@@ -208,10 +390,20 @@ ValidationResult Validator::run(model::MaskRCNNImpl& model, const c10::Device& d
     }
   }
   if (was_training) model.train();
+  if (compute_losses_ && group != nullptr && group->size() > 1) {
+    at::Tensor all = at::tensor(std::vector<double>(sums.v.begin(), sums.v.end()), at::kDouble)
+                         .to(group->device());
+    group->allReduceSum(all, "all-reduce of the validation losses");
+    const at::Tensor cpu = all.cpu();
+    for (size_t k = 0; k < sums.v.size(); ++k)
+      sums.v[k] = cpu[static_cast<int64_t>(k)].item<double>();
+  }
+  if (compute_losses_ && sums.v[LossSums::kImages] > 0) result.losses = sums.means(model.options());
   if (group != nullptr && group->size() > 1) {
     const std::vector<std::string> all =
         group->allGatherBytes(pack(per_image, result.images), "gather of evaluation detections");
     if (group->rank() != 0) {
+      result.losses.reset();
       result.seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       return result;

@@ -6,7 +6,9 @@
 #include <c10/core/Device.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,7 @@
 #include "engine/eval/evaluator.h"
 #include "engine/model/mask_rcnn.h"
 #include "engine/setup/precision.h"
+#include "engine/train/loss_values.h"
 
 namespace mrcnn::dist {
 class ProcessGroup;
@@ -22,12 +25,31 @@ class ProcessGroup;
 
 namespace mrcnn::engine {
 
+// One validation image as the model saw it (resized), its detections scoring at least 0.5
+// drawn on it (masks, boxes, "name score"), PNG-encoded: what visualize_images_summary shows.
+struct ValidationOverlay {
+  int64_t image_id = 0;
+  std::string png;
+};
+
 struct ValidationResult {
   eval::EvaluationReport report;
+  // The losses training computes, on the validation images: each component the mean over
+  // everything all the images sampled (what one batch of them all would give: anchors for
+  // the RPN's, RoIs for the classifier and box regression, positive RoIs for the mask), the
+  // total with the spec's loss weights. Each image draws its samples from a fixed key of its
+  // own, so the same weights give the same losses at every evaluation and on any number of
+  // ranks. Set when the validator computes them (on rank 0).
+  std::optional<train::LossValues> losses;
+  std::vector<ValidationOverlay> overlays;  // the first setOverlayImages() images (rank 0's)
   uint64_t images = 0;
   double seconds = 0;
   std::vector<dataset::LoaderWarning> warnings;
 };
+
+// What the training run draws at each evaluation when the spec's visualize_images_summary is
+// on.
+inline constexpr size_t kOverlayImagesPerEvaluation = 4;
 
 class Validator {
  public:
@@ -43,6 +65,15 @@ class Validator {
   // ranks get an empty report; `images` counts every rank's.
   ValidationResult run(model::MaskRCNNImpl& model, const c10::Device& device,
                        dist::ProcessGroup* group = nullptr) const;
+
+  // Whether run() also computes the losses (on by default): the same forward pass as the
+  // detections, plus the loss heads on training's sampled RoIs; the loader then rasterises
+  // the ground-truth masks.
+  void setComputeLosses(bool on) { compute_losses_ = on; }
+
+  // How many images run() draws its detections on (ValidationResult::overlays; 0 by default):
+  // the first it meets (on rank 0, the first of its share).
+  void setOverlayImages(size_t count) { overlay_images_ = count; }
 
   // The precision the model runs in (the spec's use_amp / amp_dtype); fp32 by default.
   void setPrecision(Precision precision) { precision_ = std::move(precision); }
@@ -67,6 +98,9 @@ class Validator {
   std::string annotations_file_, image_dir_;
   std::unique_ptr<eval::CocoEvaluator> evaluator_;
   Precision precision_;
+  bool compute_losses_ = true;
+  size_t overlay_images_ = 0;
+  std::map<int64_t, std::string> category_names_;
 };
 
 }  // namespace mrcnn::engine

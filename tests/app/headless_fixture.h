@@ -94,7 +94,9 @@ class TrainedRunFixture {
                          "--set",
                          "save_checkpoints_steps=2",
                          "--set",
-                         "logging_frequency=1"};
+                         "logging_frequency=1",
+                         "--set",
+                         "visualize_images_summary=true"};
     t.first = headless(t.args);
     t.run = t.dir.filePath("runs/shapes_resnet18/");
     return t;

@@ -24,17 +24,19 @@
 
 #include <QCoreApplication>
 #include <QDir>
-#include <QFileInfo>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QFileInfo>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QThread>
 #include <QtTest>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <string>
+#include <utility>
 
 #include "engine/train/checkpoint.h"
 #include "specs/events.h"
@@ -43,29 +45,50 @@ namespace {
 
 namespace fs = std::filesystem;
 
-QString binDir() { return qEnvironmentVariable("MRCNN_BIN_DIR"); }
-QString sourceDir() { return qEnvironmentVariable("MRCNN_SOURCE_DIR"); }
+QString binDir() {
+  return qEnvironmentVariable("MRCNN_BIN_DIR");
+}
+QString sourceDir() {
+  return qEnvironmentVariable("MRCNN_SOURCE_DIR");
+}
 
 QStringList sets(const QString& data_root, int batch, int steps) {
-  const QStringList s = {
-      "device=cpu", "seed=77", "total_steps=" + QString::number(steps),
-      "save_checkpoints_steps=0", "num_steps_per_eval=0", "use_amp=False",
-      "warmup_steps=0", "init_learning_rate=0.02", "learning_rate_steps=[1000]",
-      "learning_rate_decay_levels=[0.1]", "logging_frequency=1", "report_frequency=1",
-      "train_batch_size=" + QString::number(batch), "eval_batch_size=1",
-      "target_bbox_map=0", "target_segm_map=0",
-      "data_config.shapes_dataset.root=" + data_root,
-      "data_config.shapes_dataset.train_images=8", "data_config.shapes_dataset.val_images=2",
-      "data_config.shapes_dataset.min_side=96", "data_config.shapes_dataset.max_side=128",
-      "data_config.image_size=(128, 128)", "data_config.n_workers=1",
-      "data_config.eval_samples=0", "maskrcnn_config.nlayers=10",
-      "maskrcnn_config.freeze_bn=True",
-      "maskrcnn_config.rpn_batch_size_per_im=64", "maskrcnn_config.batch_size_per_im=256",
-      "maskrcnn_config.fg_fraction=1.0",
-      "maskrcnn_config.train_rpn_pre_nms_topn=200", "maskrcnn_config.train_rpn_post_nms_topn=100",
-      "maskrcnn_config.test_rpn_pre_nms_topn=100", "maskrcnn_config.test_rpn_post_nms_topn=50"};
+  const QStringList s = {"device=cpu",
+                         "seed=77",
+                         "total_steps=" + QString::number(steps),
+                         "save_checkpoints_steps=0",
+                         "num_steps_per_eval=0",
+                         "use_amp=False",
+                         "warmup_steps=0",
+                         "init_learning_rate=0.02",
+                         "learning_rate_steps=[1000]",
+                         "learning_rate_decay_levels=[0.1]",
+                         "logging_frequency=1",
+                         "report_frequency=1",
+                         "train_batch_size=" + QString::number(batch),
+                         "eval_batch_size=1",
+                         "target_bbox_map=0",
+                         "target_segm_map=0",
+                         "data_config.shapes_dataset.root=" + data_root,
+                         "data_config.shapes_dataset.train_images=8",
+                         "data_config.shapes_dataset.val_images=2",
+                         "data_config.shapes_dataset.min_side=96",
+                         "data_config.shapes_dataset.max_side=128",
+                         "data_config.image_size=(128, 128)",
+                         "data_config.n_workers=1",
+                         "data_config.eval_samples=0",
+                         "maskrcnn_config.nlayers=10",
+                         "maskrcnn_config.freeze_bn=True",
+                         "maskrcnn_config.rpn_batch_size_per_im=64",
+                         "maskrcnn_config.batch_size_per_im=256",
+                         "maskrcnn_config.fg_fraction=1.0",
+                         "maskrcnn_config.train_rpn_pre_nms_topn=200",
+                         "maskrcnn_config.train_rpn_post_nms_topn=100",
+                         "maskrcnn_config.test_rpn_pre_nms_topn=100",
+                         "maskrcnn_config.test_rpn_post_nms_topn=50"};
   QStringList args;
-  for (const QString& v : s) args << "--set" << v;
+  for (const QString& v : s)
+    args << "--set" << v;
   return args;
 }
 
@@ -80,7 +103,8 @@ Run run(const QString& program, const QStringList& args, const QStringList& extr
   QProcess p;
   QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
   env.insert("OMP_NUM_THREADS", "1");
-  for (const QString& kv : extra_env) env.insert(kv.section('=', 0, 0), kv.section('=', 1));
+  for (const QString& kv : extra_env)
+    env.insert(kv.section('=', 0, 0), kv.section('=', 1));
   p.setProcessEnvironment(env);
   p.start(program, args);
   Run r;
@@ -192,9 +216,10 @@ class TestDataParallel : public QObject {
     const Run one = run(workbench_, trainArgs(dir_.filePath("one"), data_, 2, 3));
     QVERIFY2(one.exit_code == 0, qPrintable(one.err));
     const Run two = run(workbench_, QStringList{"--nproc-per-node", "2"} +
-                                         trainArgs(dir_.filePath("two"), data_, 1, 3));
+                                        trainArgs(dir_.filePath("two"), data_, 1, 3));
     QVERIFY2(two.exit_code == 0, qPrintable(two.err + two.out.right(2000)));
-    QVERIFY2(two.out.contains("2 ranks") || two.out.contains("world"), qPrintable(two.out.left(2000)));
+    QVERIFY2(two.out.contains("2 ranks") || two.out.contains("world"),
+             qPrintable(two.out.left(2000)));
     const double same = maxDifference(last(dir_.filePath("one")), last(dir_.filePath("two")));
     qInfo("2 x 1 against 1 x 2: largest weight difference %.3g", same);
     QVERIFY2(same < 5e-4, qPrintable(QString::number(same)));
@@ -206,10 +231,10 @@ class TestDataParallel : public QObject {
       QVERIFY2(std::abs(a[i] - b[i]) <= 1e-4 * std::abs(a[i]),
                qPrintable(QString("step %1: %2 against %3").arg(i + 1).arg(a[i]).arg(b[i])));
 
-    const Run alone = run(workbench_,
-                          QStringList{"--nproc-per-node", "2"} +
-                              trainArgs(dir_.filePath("skip"), data_, 1, 3),
-                          {"MRCNN_TEST_SKIP_ALLREDUCE=1"});
+    const Run alone =
+        run(workbench_,
+            QStringList{"--nproc-per-node", "2"} + trainArgs(dir_.filePath("skip"), data_, 1, 3),
+            {"MRCNN_TEST_SKIP_ALLREDUCE=1"});
     // Without the all-reduce the ranks' replicas part: the replica check at the final
     // checkpoint names the first tensor that differs.
     QVERIFY2(alone.exit_code != 0, qPrintable(alone.out.right(2000)));
@@ -228,7 +253,7 @@ class TestDataParallel : public QObject {
     const Run one = run(workbench_, trainArgs(dir_.filePath("bn1"), data_, 2, 1) + bn);
     QVERIFY2(one.exit_code == 0, qPrintable(one.err));
     const Run two = run(workbench_, QStringList{"--nproc-per-node", "2"} +
-                                         trainArgs(dir_.filePath("bn2"), data_, 1, 1) + bn);
+                                        trainArgs(dir_.filePath("bn2"), data_, 1, 1) + bn);
     QVERIFY2(two.exit_code == 0, qPrintable(two.err + two.out.right(2000)));
     const auto a = last(dir_.filePath("bn1")), b = last(dir_.filePath("bn2"));
     double running = 0, weights = 0;
@@ -254,7 +279,9 @@ class TestDataParallel : public QObject {
   void shardedEvaluationEqualsOneRank() {
     const QString run_dir = dir_.filePath("eval");
     QStringList args = trainArgs(run_dir, data_, 1, 2);
-    args << "--set" << "data_config.shapes_dataset.val_images=5" << "--set"
+    args << "--set"
+         << "data_config.shapes_dataset.val_images=5"
+         << "--set"
          << "data_config.shapes_dataset.root=" + dir_.filePath("shapes5");
     const Run one = run(workbench_, args);
     QVERIFY2(one.exit_code == 0, qPrintable(one.err));
@@ -269,17 +296,38 @@ class TestDataParallel : public QObject {
       QCOMPARE(evals[1].bbox().stats(i), evals[0].bbox().stats(i));
       QCOMPARE(evals[1].segm().stats(i), evals[0].segm().stats(i));
     }
+    // The validation losses: each rank's sums all-reduced give one rank's means (the same
+    // per-image losses, added in another order).
+    QVERIFY(evals[0].has_val_losses() && evals[1].has_val_losses());
+    const auto& a = evals[0].val_losses();
+    const auto& b = evals[1].val_losses();
+    for (const auto& [single, sharded] :
+         {std::pair{a.total(), b.total()}, std::pair{a.rpn_objectness(), b.rpn_objectness()},
+          std::pair{a.rpn_box(), b.rpn_box()}, std::pair{a.fast_rcnn_class(), b.fast_rcnn_class()},
+          std::pair{a.fast_rcnn_box(), b.fast_rcnn_box()}, std::pair{a.mask(), b.mask()}}) {
+      QVERIFY2(single > 0 && std::abs(single - sharded) <= 1e-9 * single,
+               qPrintable(QString("one rank %1, two ranks %2")
+                              .arg(single, 0, 'g', 17)
+                              .arg(sharded, 0, 'g', 17)));
+    }
   }
 
   // torchrun starts the engine itself (its agent hosts the rendezvous store), and two
   // launchers act as two machines of one rank each on loopback.
   void torchrunAndTwoNodes() {
-    const QString torchrun = QFileInfo(qEnvironmentVariable("MRCNN_PYTHON")).dir().filePath("torchrun");
+    const QString torchrun =
+        QFileInfo(qEnvironmentVariable("MRCNN_PYTHON")).dir().filePath("torchrun");
     if (!QFile::exists(torchrun)) QSKIP("no torchrun beside MRCNN_PYTHON");
     const QString by_torchrun = dir_.filePath("torchrun");
-    QStringList args = QStringList{"--standalone", "--nproc-per-node", "2", "--no-python", engine_,
-                                   "--spec", sourceDir() + "/specs/shapes_resnet18.txt",
-                                   "--run-dir", by_torchrun} +
+    QStringList args = QStringList{"--standalone",
+                                   "--nproc-per-node",
+                                   "2",
+                                   "--no-python",
+                                   engine_,
+                                   "--spec",
+                                   sourceDir() + "/specs/shapes_resnet18.txt",
+                                   "--run-dir",
+                                   by_torchrun} +
                        sets(data_, 1, 2);
     const Run t = run(torchrun, args);
     QVERIFY2(t.exit_code == 0, qPrintable(t.err.right(3000)));
@@ -290,15 +338,15 @@ class TestDataParallel : public QObject {
 
     const QString nodes = dir_.filePath("nodes");
     const QString port = QString::number(20000 + QCoreApplication::applicationPid() % 20000);
-    const QStringList common = {"--nnodes", "2", "--nproc-per-node", "1", "--master-addr",
-                                "127.0.0.1", "--master-port", port};
+    const QStringList common = {"--nnodes",      "2",         "--nproc-per-node", "1",
+                                "--master-addr", "127.0.0.1", "--master-port",    port};
     QProcess second;
     second.setProcessChannelMode(QProcess::ForwardedErrorChannel);
-    second.start(workbench_, common + QStringList{"--node-rank", "1"} +
-                                 trainArgs(nodes, data_, 1, 2));
+    second.start(workbench_,
+                 common + QStringList{"--node-rank", "1"} + trainArgs(nodes, data_, 1, 2));
     QVERIFY(second.waitForStarted(30000));
-    const Run first = run(workbench_, common + QStringList{"--node-rank", "0"} +
-                                          trainArgs(nodes, data_, 1, 2));
+    const Run first =
+        run(workbench_, common + QStringList{"--node-rank", "0"} + trainArgs(nodes, data_, 1, 2));
     QVERIFY(second.waitForFinished(300000));
     QVERIFY2(first.exit_code == 0, qPrintable(first.err.right(3000)));
     QCOMPARE(second.exitCode(), 0);
@@ -311,7 +359,8 @@ class TestDataParallel : public QObject {
   void aKilledRankEndsTheRunWhichThenResumes() {
     const QString run_dir = dir_.filePath("killed");
     QStringList args = QStringList{"--nproc-per-node", "2"} + trainArgs(run_dir, data_, 1, 40);
-    args << "--set" << "save_checkpoints_steps=2";
+    args << "--set"
+         << "save_checkpoints_steps=2";
     QString rank_env;
     const Run killed = run(workbench_, args, {}, [&](QProcess& p) {
       QElapsedTimer clock;
@@ -330,9 +379,10 @@ class TestDataParallel : public QObject {
       }
       p.waitForFinished(120000);
       // No engine left behind: both ranks' processes are gone (not even reparented).
-      for (int pid : engines) QVERIFY2(!QFile::exists("/proc/" + QString::number(pid) + "/cmdline") ||
-                                           environOf(pid).isEmpty(),
-                                       qPrintable("engine " + QString::number(pid) + " still runs"));
+      for (int pid : engines)
+        QVERIFY2(!QFile::exists("/proc/" + QString::number(pid) + "/cmdline") ||
+                     environOf(pid).isEmpty(),
+                 qPrintable("engine " + QString::number(pid) + " still runs"));
     });
     QVERIFY2(rank_env.contains("WORLD_SIZE=2") && rank_env.contains("LOCAL_RANK=1") &&
                  rank_env.contains("MASTER_PORT="),

@@ -3,6 +3,7 @@
 // test_headless_inference.cpp), and dataset_convert from a spec (events on stdout and in
 // events.jsonl, log.txt), exit codes and messages for bad input. The launcher's own behaviour and
 // the terminal rendering: test_event_render.cpp.
+#include <QCryptographicHash>
 #include <QDir>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -10,6 +11,7 @@
 #include <QMap>
 #include <QProcess>
 #include <QTemporaryDir>
+#include <QtEndian>
 #include <QtTest>
 #include <algorithm>
 #include <memory>
@@ -171,6 +173,43 @@ class HeadlessTest : public QObject, mrcnn::testing::TrainedRunFixture {
           QCOMPARE(at(QString("eval/bbox_") + names[i], e.step()), as_float(e.bbox().stats(i)));
           QCOMPARE(at(QString("eval/segm_") + names[i], e.step()), as_float(e.segm().stats(i)));
         }
+        // The validation losses of the same pass (the resume's evaluation at step 4 gives the
+        // same numbers as the run's: each image samples from its own key).
+        QVERIFY(e.has_val_losses());
+        QVERIFY(e.val_losses().total() > 0 && e.val_losses().mask() > 0);
+        QCOMPARE(at("val_loss/total", e.step()), as_float(e.val_losses().total()));
+        QCOMPARE(at("val_loss/rpn_objectness", e.step()),
+                 as_float(e.val_losses().rpn_objectness()));
+        QCOMPARE(at("val_loss/fast_rcnn_class", e.step()),
+                 as_float(e.val_losses().fast_rcnn_class()));
+        QCOMPARE(at("val_loss/mask", e.step()), as_float(e.val_losses().mask()));
+        // visualize_images_summary: the 3 validation images drawn, on disk and in TensorBoard
+        // (the same PNG bytes; the resume draws step 4 again, alike).
+        QCOMPARE(e.overlay_paths_size(), 3);
+        for (const std::string& path : e.overlay_paths()) {
+          const QString file = QString::fromStdString(path);
+          QVERIFY2(
+              file.startsWith(run + "eval/overlays/step-" + QString::number(e.step()) + "/image-"),
+              qPrintable(file));
+          const QByteArray png = readFile(file);
+          QVERIFY2(png.startsWith("\x89PNG\r\n\x1a\n") && png.mid(12, 4) == "IHDR",
+                   qPrintable(file));
+          const auto be32 = [&](int offset) {
+            return static_cast<int>(qFromBigEndian<quint32>(png.constData() + offset));
+          };
+          const QString hash = QCryptographicHash::hash(png, QCryptographicHash::Sha256).toHex();
+          const QJsonArray shown =
+              board["images"]["eval_images/" + QFileInfo(file).baseName()].toArray();
+          int found = 0;
+          for (const QJsonValue& p : shown) {
+            if (static_cast<uint64_t>(p[0].toInteger()) != e.step()) continue;
+            QCOMPARE(p[1].toInt(), be32(16));  // IHDR: width, height
+            QCOMPARE(p[2].toInt(), be32(20));
+            QCOMPARE(p[3].toString(), hash);
+            ++found;
+          }
+          QVERIFY2(found >= 1, qPrintable(file));
+        }
         ++evaluations;
       }
     }
@@ -282,6 +321,12 @@ class HeadlessTest : public QObject, mrcnn::testing::TrainedRunFixture {
       QCOMPARE(ev.bbox().stats(i), trained_eval->bbox().stats(i));
       QCOMPARE(ev.segm().stats(i), trained_eval->segm().stats(i));
     }
+    // The losses on the validation images, as the training's evaluation computed them.
+    QVERIFY(ev.has_val_losses() && trained_eval->has_val_losses());
+    QCOMPARE(ev.val_losses().total(), trained_eval->val_losses().total());
+    QCOMPARE(ev.val_losses().rpn_box(), trained_eval->val_losses().rpn_box());
+    QCOMPARE(ev.val_losses().fast_rcnn_box(), trained_eval->val_losses().fast_rcnn_box());
+    QCOMPARE(ev.val_losses().mask(), trained_eval->val_losses().mask());
     const QString metrics = t.run + "eval/model.step-4.json";
     QCOMPARE(QString::fromStdString(ev.metrics_path()), metrics);
     const QJsonDocument json = QJsonDocument::fromJson(readFile(metrics));
@@ -300,7 +345,7 @@ class HeadlessTest : public QObject, mrcnn::testing::TrainedRunFixture {
     const QString log = QString::fromUtf8(readFile(t.run + "log.txt", log_before));
     QVERIFY2(log.contains("  start evaluate on cpu; spec ") &&
                  log.contains("  eval at step 4 on 3 images: bbox AP ") &&
-                 log.contains("  done: ok after ") &&
+                 log.contains("    validation loss ") && log.contains("  done: ok after ") &&
                  log.contains(QString::fromStdString(done.summary())),
              qPrintable(log));
 
@@ -352,6 +397,10 @@ class HeadlessTest : public QObject, mrcnn::testing::TrainedRunFixture {
     QVERIFY2(h.out.contains("evaluation at step 4 on 3 images (" + metrics + ")\n"),
              qPrintable(h.out));
     QVERIFY(h.out.contains("  AP75  IoU=0.75       area=all     maxDets=100 "));
+    QVERIFY2(h.out.contains(QRegularExpression(
+                 R"(\n  validation loss \d+\.\d{4}  \(rpn_obj \d+\.\d{4}  rpn_box .* mask )"
+                 R"(\d+\.\d{4}\)\n)")),
+             qPrintable(h.out));
     QVERIFY2(h.out.contains(QRegularExpression("\nevaluate finished after \\S+\n"
                                                "  bbox AP \\d\\.\\d{3} \\(step 4\\), segm AP ")),
              qPrintable(h.out));

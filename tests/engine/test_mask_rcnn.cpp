@@ -346,6 +346,53 @@ class TestMaskRCNN : public QObject {
     }
   }
 
+  // Validation computes training's losses and inference's detections from one run of the
+  // backbone, in evaluation mode: with torchvision's samples, its losses are torchvision's
+  // training losses (training's proposal counts, frozen batch norms), and its detections are
+  // detect()'s.
+  void validationGivesTrainingLossesAndDetectionsInOnePass() {
+    if (python_.isEmpty()) QSKIP("MRCNN_PYTHON is not set: no torchvision to compare with");
+    if (!parityReady()) return;
+    model::MaskRCNN m = loadedModel();
+    m->eval();
+    const at::Tensor images = expected("train/images");
+    const model::ImageSizes sizes = sizesOf("train/");
+    model::MaskRCNNTargets targets;
+    for (size_t i = 0; i < sizes.images.size(); ++i) {
+      const std::string n = std::to_string(i);
+      targets.boxes.push_back(expected("train/gt_boxes/" + n));
+      targets.labels.push_back(expected("train/gt_labels/" + n));
+      targets.masks.push_back(expected("train/gt_masks/" + n));
+      targets.rpn_sampled.push_back(
+          {expected("train/rpn_positive/" + n), expected("train/rpn_negative/" + n)});
+      targets.roi_sampled.push_back(
+          {expected("train/roi_positive/" + n), expected("train/roi_negative/" + n)});
+    }
+    const model::MaskRCNNValidation v = m->validate(images, sizes, targets);
+    const std::vector<std::pair<const char*, at::Tensor>> pairs = {
+        {"loss_objectness", v.losses.rpn_objectness},
+        {"loss_rpn_box_reg", v.losses.rpn_box},
+        {"loss_classifier", v.losses.classifier},
+        {"loss_box_reg", v.losses.box_reg},
+        {"loss_mask", v.losses.mask}};
+    for (const auto& [name, value] : pairs) {
+      const at::Tensor theirs = expected(std::string("train/loss/") + name);
+      const double e = relError(value.reshape({}), theirs.reshape({}));
+      QVERIFY2(e < 1e-4, qPrintable(QString("%1: relative error %2").arg(name).arg(e)));
+    }
+    QVERIFY(v.losses.roi_sampled > 0 && v.losses.mask_positives > 0);
+    const std::vector<model::Detections> detected = m->detect(images, sizes);
+    QCOMPARE(v.detections.size(), detected.size());
+    for (size_t i = 0; i < detected.size(); ++i) {
+      QVERIFY(detected[i].boxes.size(0) > 0);
+      QVERIFY(at::equal(v.detections[i].boxes, detected[i].boxes));
+      QVERIFY(at::equal(v.detections[i].scores, detected[i].scores));
+      QVERIFY(at::equal(v.detections[i].labels, detected[i].labels));
+      QVERIFY(at::equal(v.detections[i].masks, detected[i].masks));
+    }
+    QVERIFY(!m->is_training());
+  }
+
   void ourStateDictLoadsStrictlyInTorchvision() {
     if (python_.isEmpty()) QSKIP("MRCNN_PYTHON is not set: no torchvision to compare with");
     if (!parityReady()) return;

@@ -80,6 +80,12 @@ const QVector<SeriesInfo>& seriesCatalog() {
         {"memory_device_mib", "Device memory (MiB)"},
         {"loss_scale", "Loss scale"},
         {"skipped_steps", "Skipped steps"},
+        {"val_loss_total", "Validation total loss"},
+        {"val_loss_rpn_objectness", "Validation RPN objectness loss"},
+        {"val_loss_rpn_box", "Validation RPN box loss"},
+        {"val_loss_fast_rcnn_class", "Validation Fast R-CNN class loss"},
+        {"val_loss_fast_rcnn_box", "Validation Fast R-CNN box loss"},
+        {"val_loss_mask", "Validation mask loss"},
     };
     for (const char* iou : {"bbox", "segm"}) {
       for (const QString& stat : cocoStatNames())
@@ -156,6 +162,15 @@ void RunModel::addPoint(const QString& key, double step, double value) {
   series_[key].add(step, value);
 }
 
+void RunModel::addLosses(const QString& prefix, double step, const events::Losses& l) {
+  addPoint(prefix + "total", step, l.total());
+  addPoint(prefix + "rpn_objectness", step, l.rpn_objectness());
+  addPoint(prefix + "rpn_box", step, l.rpn_box());
+  addPoint(prefix + "fast_rcnn_class", step, l.fast_rcnn_class());
+  addPoint(prefix + "fast_rcnn_box", step, l.fast_rcnn_box());
+  addPoint(prefix + "mask", step, l.mask());
+}
+
 void RunModel::addEvent(const events::Event& e) {
   ++event_count_;
   const QString type = QString::fromStdString(e.type());
@@ -198,15 +213,7 @@ void RunModel::addEvent(const events::Event& e) {
     // Only training's progress is plotted against training steps: an inference run in the
     // same directory counts images in its steps.
     const bool training = task_.isEmpty() || task_ == QLatin1String("train");
-    if (training && e.has_losses()) {
-      const auto& l = e.losses();
-      addPoint("loss_total", step, l.total());
-      addPoint("loss_rpn_objectness", step, l.rpn_objectness());
-      addPoint("loss_rpn_box", step, l.rpn_box());
-      addPoint("loss_fast_rcnn_class", step, l.fast_rcnn_class());
-      addPoint("loss_fast_rcnn_box", step, l.fast_rcnn_box());
-      addPoint("loss_mask", step, l.mask());
-    }
+    if (training && e.has_losses()) addLosses("loss_", step, e.losses());
     if (training && e.lr() > 0) addPoint("lr", step, e.lr());
     if (training && e.images_per_second() > 0)
       addPoint("images_per_second", step, e.images_per_second());
@@ -240,6 +247,7 @@ void RunModel::addEvent(const events::Event& e) {
       for (int i = 0; i < n; ++i)
         addPoint(prefix + "_" + cocoStatNames()[i], step, stats->stats(i));
     }
+    if (e.has_val_losses()) addLosses("val_loss_", step, e.val_losses());
     last_eval_step_ = step;
     last_bbox_ap_ = e.bbox().stats_size() > 0 ? e.bbox().stats(0) : -1;
     last_segm_ap_ = e.segm().stats_size() > 0 ? e.segm().stats(0) : -1;
@@ -249,6 +257,8 @@ void RunModel::addEvent(const events::Event& e) {
       line += QStringLiteral(": bbox AP %1").arg(e.bbox().stats(0), 0, 'f', 4);
     if (e.segm().stats_size() > 0)
       line += QStringLiteral(", segm AP %1").arg(e.segm().stats(0), 0, 'f', 4);
+    if (e.has_val_losses())
+      line += QStringLiteral(", validation loss %1").arg(e.val_losses().total(), 0, 'f', 4);
     log_.append(line);
   } else if (type == "checkpoint") {
     last_checkpoint_ = text(e.path());

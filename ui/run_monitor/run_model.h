@@ -12,7 +12,8 @@
 
 namespace mrcnn::events {
 class Event;
-}
+class Losses;
+}  // namespace mrcnn::events
 
 namespace mrcnn::ui {
 
@@ -142,6 +143,8 @@ class RunModel {
 
  private:
   void addPoint(const QString& key, double step, double value);
+  // The six losses as series prefix + "total", prefix + "rpn_objectness", ...
+  void addLosses(const QString& prefix, double step, const mrcnn::events::Losses& losses);
 
   QHash<QString, Series> series_;
   RunStatus status_ = RunStatus::NotStarted;

@@ -79,6 +79,14 @@ void RunPlot::setRuns(const QVector<PlotRun>& runs) {
   styleCurves();
 }
 
+bool RunPlot::perEvaluation(const Curve& c) const {
+  return spec_.second_per_evaluation && c.key == 1;
+}
+
+bool RunPlot::smoothable(const Curve& c) const {
+  return spec_.smoothable && !perEvaluation(c);
+}
+
 void RunPlot::styleCurves() {
   for (const Curve& c : curves_) {
     const QColor colour = runs_[c.run].colour;
@@ -86,10 +94,11 @@ void RunPlot::styleCurves() {
     QColor faint = colour;
     faint.setAlpha(70);
     c.raw->setPen(QPen(faint, 1, style));
-    c.raw->setVisible(smoothing_ > 0 && spec_.smoothable);
+    c.raw->setVisible(smoothing_ > 0 && smoothable(c));
     c.smoothed->setPen(QPen(colour, 1.6, style));
-    c.smoothed->setScatterStyle(spec_.markers ? QCPScatterStyle(QCPScatterStyle::ssDisc, 4)
-                                              : QCPScatterStyle());
+    c.smoothed->setScatterStyle(spec_.markers || perEvaluation(c)
+                                    ? QCPScatterStyle(QCPScatterStyle::ssDisc, 4)
+                                    : QCPScatterStyle());
   }
 }
 
@@ -122,7 +131,7 @@ void RunPlot::refresh() {
       c.smoothed->data()->clear();
       continue;
     }
-    const bool smooth = smoothing_ > 0 && spec_.smoothable;
+    const bool smooth = smoothing_ > 0 && smoothable(c);
     if (c.raw->visible())
       c.raw->setData(s->steps, s->values, /*alreadySorted=*/true);
     else
@@ -213,7 +222,8 @@ QString RunPlot::readoutAt(double step) const {
     if (std::isnan(shown_step)) shown_step = it->key;
     QString label = runs_.size() > 1 ? runs_[c.run].name : QString();
     if (spec_.keys.size() > 1) {
-      const QString key = spec_.keys[c.key].section('_', -1);
+      const QString key =
+          c.key < spec_.labels.size() ? spec_.labels[c.key] : spec_.keys[c.key].section('_', -1);
       label = label.isEmpty() ? key : label + " " + key;
     }
     const QString value = QString::number(it->value, 'g', 5);

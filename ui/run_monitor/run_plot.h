@@ -22,6 +22,10 @@ struct PlotSpec {
   bool smoothable = false;  // per-step noisy values (losses, throughput)
   bool loggable = false;    // follows the log-scale toggle
   bool markers = false;     // a dot on each point (evaluations are few; one alone must show)
+  // The second key holds one point per evaluation (the validation loss beside the training
+  // loss): drawn with dots and never smoothed.
+  bool second_per_evaluation = false;
+  QStringList labels{};  // the keys' names in the readout (default: the key's last part)
 };
 
 struct PlotRun {
@@ -73,6 +77,8 @@ class RunPlot : public QCustomPlot {
   };
   void styleCurves();
   void updateRanges();
+  bool perEvaluation(const Curve& c) const;
+  bool smoothable(const Curve& c) const;
 
   PlotSpec spec_;
   QVector<PlotRun> runs_;

@@ -20,14 +20,25 @@
 namespace mrcnn::ui {
 namespace {
 
+// A loss: training's per logged step (solid), validation's per evaluation (dashed, dots).
+PlotSpec lossPlot(const QString& title, const QString& name) {
+  PlotSpec p{title + QStringLiteral(" (validation dashed)"),
+             {"loss_" + name, "val_loss_" + name},
+             /*smoothable=*/true,
+             /*loggable=*/true};
+  p.second_per_evaluation = true;
+  p.labels = {QStringLiteral("training"), QStringLiteral("validation")};
+  return p;
+}
+
 const QVector<PlotSpec>& plotSpecs() {
   static const QVector<PlotSpec> specs = {
-      {"Total loss", {"loss_total"}, true, true},
-      {"RPN objectness loss", {"loss_rpn_objectness"}, true, true},
-      {"RPN box loss", {"loss_rpn_box"}, true, true},
-      {"Fast R-CNN class loss", {"loss_fast_rcnn_class"}, true, true},
-      {"Fast R-CNN box loss", {"loss_fast_rcnn_box"}, true, true},
-      {"Mask loss", {"loss_mask"}, true, true},
+      lossPlot("Total loss", "total"),
+      lossPlot("RPN objectness loss", "rpn_objectness"),
+      lossPlot("RPN box loss", "rpn_box"),
+      lossPlot("Fast R-CNN class loss", "fast_rcnn_class"),
+      lossPlot("Fast R-CNN box loss", "fast_rcnn_box"),
+      lossPlot("Mask loss", "mask"),
       {"bbox mAP (AP solid, AP50 dashed)", {"bbox_AP", "bbox_AP50"}, false, false, true},
       {"segm mAP (AP solid, AP50 dashed)", {"segm_AP", "segm_AP50"}, false, false, true},
       {"Learning rate", {"lr"}, false, true},

@@ -1,5 +1,6 @@
 #include <ATen/ATen.h>
 
+#include <filesystem>
 #include <string>
 
 #include "engine/dist/data_parallel.h"
@@ -65,8 +66,17 @@ class EvalHook : public TrainHook {
       const CocoSummary bbox = summaryOf(*v.report.bbox, gt);
       std::optional<CocoSummary> segm;
       if (v.report.segm) segm = summaryOf(*v.report.segm, gt);
-      events_.write(
-          evalEvent(s.step, v.images, bbox, segm ? &*segm : nullptr, metrics_path.string()));
+      events::Event e = evalEvent(s.step, v.images, bbox, segm ? &*segm : nullptr,
+                                  metrics_path.string(), v.losses ? &*v.losses : nullptr);
+      if (events_.active()) {
+        for (const engine::ValidationOverlay& overlay : v.overlays) {
+          const std::filesystem::path path = run_dir_.overlayFile(s.step, overlay.image_id);
+          std::filesystem::create_directories(path.parent_path());
+          io::writeFileAtomic(path, overlay.png);
+          e.add_overlay_paths(path.string());
+        }
+      }
+      events_.write(e);
       outcome.bbox_ap = v.report.bbox->stats[0];
       outcome.segm_ap = v.report.segm ? v.report.segm->stats[0] : outcome.bbox_ap;
     }

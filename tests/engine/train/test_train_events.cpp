@@ -85,6 +85,15 @@ class TrainEventsTest : public QObject {
     }
     e.set_images(50);
     e.set_metrics_path("eval/step-120.json");
+    events::Losses* v = e.mutable_val_losses();
+    v->set_total(1.75);
+    v->set_rpn_objectness(0.125);
+    v->set_rpn_box(0.25);
+    v->set_fast_rcnn_class(0.375);
+    v->set_fast_rcnn_box(0.5);
+    v->set_mask(0.625);
+    e.add_overlay_paths("eval/overlays/step-120/image-7.png");
+    e.add_overlay_paths("eval/overlays/step-120/image-9.png");
     e.set_path("checkpoints/model.step-120.pt");
     e.set_best(true);
     e.set_code("corrupt_image");

@@ -97,6 +97,15 @@ QStringList realisticRun(int steps, unsigned seed, double final_ap, double base_
         for (double f : {1.0, 1.6, 1.05, 0.5, 1.0, 1.2, 0.45, 1.2, 1.25, 0.7, 1.2, 1.4})
           stats->add_stats(std::min(1.0, ap * k * f));
       }
+      // The validation loss: the training loss's trend, a little above it late in the run.
+      auto* v = e.mutable_val_losses();
+      v->set_rpn_objectness(decay(0.69, 0.07, 6, 0));
+      v->set_rpn_box(decay(0.25, 0.05, 4, 0));
+      v->set_fast_rcnn_class(decay(1.1, 0.18, 5, 0));
+      v->set_fast_rcnn_box(decay(0.45, 0.13, 3, 0));
+      v->set_mask(decay(0.69, 0.19, 4, 0));
+      v->set_total(v->rpn_objectness() + v->rpn_box() + v->fast_rcnn_class() + v->fast_rcnn_box() +
+                   v->mask());
       lines << line(e);
       ev::Event c;
       c.set_type("checkpoint");
@@ -149,7 +158,8 @@ class RunMonitorTest : public QObject {
                         "1.5,'mask':0.4},'imagesPerSecond':4}"))
                 .event);
     QVERIFY(m.addLine(J("{'v':1,'type':'eval','time':121,'step':20,'bbox':{'stats':[0.31,0.52,0.3,"
-                        "0.1,0.2,0.4,0.3,0.4,0.45,0.2,0.3,0.5]},'segm':{'stats':[0.28,0.49]}}"))
+                        "0.1,0.2,0.4,0.3,0.4,0.45,0.2,0.3,0.5]},'segm':{'stats':[0.28,0.49]},"
+                        "'valLosses':{'total':1.75,'rpnObjectness':0.5,'mask':0.45}}"))
                 .event);
     QVERIFY(m.addLine(J("{'v':1,'type':'checkpoint','time':122,'step':20,'path':'checkpoints/"
                         "model.step-20.pt','best':true}"))
@@ -171,6 +181,11 @@ class RunMonitorTest : public QObject {
     QCOMPARE(m.series("bbox_ARl")->values, (QVector<double>{0.5}));
     QCOMPARE(m.series("segm_AP50")->values, (QVector<double>{0.49}));
     QVERIFY(!m.series("segm_AP75"));  // not sent, not invented
+    QCOMPARE(m.series("val_loss_total")->steps, (QVector<double>{20}));
+    QCOMPARE(m.series("val_loss_total")->values, (QVector<double>{1.75}));
+    QCOMPARE(m.series("val_loss_rpn_objectness")->values, (QVector<double>{0.5}));
+    QCOMPARE(m.series("val_loss_rpn_box")->values, (QVector<double>{0}));
+    QCOMPARE(m.series("val_loss_mask")->values, (QVector<double>{0.45}));
     QCOMPARE(m.step(), 20.0);
     QCOMPARE(m.progress(), 0.5);
     // No ETA in the last event: estimated from the rate, (40 - 20) steps at 1 s a step.
@@ -397,9 +412,16 @@ class RunMonitorTest : public QObject {
       QCOMPARE(drawn[i].y(), total->values[i]);
     }
     QCOMPARE(view.plot("bbox_AP")->drawnPoints(0, 1).size(), 4);  // AP50, dashed
-    // Smoothing changes the drawn curve, not the data.
+    // The validation loss beside the training loss: one point per evaluation, dashed.
+    const Series* val_total = view.run(0)->series("val_loss_total");
+    QCOMPARE(view.plot("loss_total")->drawnPoints(0, 1).size(), 4);
+    QCOMPARE(view.plot("loss_total")->drawnPoints(0, 1).first().y(), val_total->values.first());
+    // Smoothing changes the drawn curve, not the data; the per-evaluation curve stays as it is.
     view.setSmoothing(0.9);
     view.refreshNow();
+    QCOMPARE(view.plot("loss_total")->drawnPoints(0, 1).last().y(), val_total->values.last());
+    QVERIFY2(view.plot("loss_total")->readoutAt(val_total->steps.first()).contains("validation: "),
+             qPrintable(view.plot("loss_total")->readoutAt(val_total->steps.first())));
     const QVector<QPointF> smooth = view.plot("loss_total")->drawnPoints(0, 0);
     QCOMPARE(smooth.size(), total->size());
     QVERIFY(std::abs(smooth[100].y() - total->values[100]) > 1e-9);
