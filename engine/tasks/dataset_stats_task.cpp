@@ -10,6 +10,7 @@
 
 #include "dataset/coco/coco.h"
 #include "dataset/stats/dataset_stats.h"
+#include "dataset/stats/spec_anchors.h"
 #include "engine/exit_codes.h"
 #include "engine/tasks/task_common.h"
 #include "engine/tasks/tasks.h"
@@ -20,34 +21,6 @@ namespace mrcnn::engine {
 namespace {
 
 namespace fs = std::filesystem;
-
-dataset::AnchorCoverageOptions anchorsFromSpec(const spec::LoadedSpec& loaded) {
-  const auto& m = loaded.spec.maskrcnn_config();
-  const auto& d = loaded.spec.data_config();
-  dataset::AnchorCoverageOptions o;
-  if (m.anchor_style() == "torchvision") {
-    // torchvision's sizes 32..512 on levels 2..6 and ratios (h / w) 0.5, 1, 2.
-    o.min_level = 2;
-    o.max_level = 6;
-    o.num_scales = 1;
-    o.anchor_scale = 8;
-    o.aspect_pairs = {
-        {1.0, 1.0}, {std::sqrt(2.0), 1 / std::sqrt(2.0)}, {1 / std::sqrt(2.0), std::sqrt(2.0)}};
-  } else {
-    o.min_level = static_cast<int>(m.min_level());
-    o.max_level = static_cast<int>(m.max_level());
-    o.num_scales = static_cast<int>(m.num_scales());
-    o.anchor_scale = m.anchor_scale();
-    o.aspect_pairs = loaded.resolved.aspect_ratios;
-  }
-  o.shorter_side = d.resize_mode() == "shorter_side";
-  o.canvas_height = loaded.resolved.image_height;
-  o.canvas_width = loaded.resolved.image_width;
-  o.min_size = static_cast<int>(d.min_size());
-  o.max_size = static_cast<int>(d.max_size());
-  o.positive_iou = m.rpn_positive_overlap();
-  return o;
-}
 
 // Loads the files and runs the check; throws dataset::CocoError naming a bad file.
 dataset::DatasetStats check(const std::vector<std::pair<std::string, fs::path>>& files,
@@ -115,7 +88,7 @@ int runDatasetStats(const TaskOptions& options, std::ostream& out, std::ostream&
     const auto& d = loaded->spec.data_config();
     dataset::DatasetStats stats;
     try {
-      stats = check(files, anchorsFromSpec(*loaded), d.num_classes(),
+      stats = check(files, dataset::anchorCoverageFromSpec(*loaded), d.num_classes(),
                     d.category_labels() == "category_id");
     } catch (const dataset::CocoError& e) {
       return report.fail("bad_dataset", e.what(), kExitBadData);

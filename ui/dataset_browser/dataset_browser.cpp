@@ -17,6 +17,7 @@
 #include <algorithm>
 
 #include "dataset/shapes_generator.h"
+#include "dataset/stats/spec_anchors.h"
 #include "specs/spec.h"
 #include "ui/common/background.h"
 #include "ui/common/coco_overlay.h"
@@ -165,19 +166,26 @@ void DatasetBrowser::chooseDataset() {
 }
 
 void DatasetBrowser::openDataset(const QString& annotationsJson, const QString& imageDir) {
+  openWithAnchors(annotationsJson, imageDir, {}, {});
+}
+
+void DatasetBrowser::openWithAnchors(const QString& annotationsJson, const QString& imageDir,
+                                     const dataset::AnchorCoverageOptions& anchors,
+                                     const QString& source) {
   const uint64_t generation = ++open_generation_;
   ++loading_;
   thumbnails_->cancelPending();
   status_->setText(tr("Loading %1…").arg(QDir::toNativeSeparators(annotationsJson)));
   runInBackground(
       pool_, this,
-      [annotationsJson, imageDir] {
+      [annotationsJson, imageDir, anchors, source] {
         LoadedDataset out;
         try {
           dataset::CocoLoadOptions options;
           options.threads = 1;  // one core for the reader, the other for the UI
-          out.dataset = BrowsedDataset::make(
-              dataset::loadCoco(annotationsJson.toStdString(), options), annotationsJson, imageDir);
+          out.dataset =
+              BrowsedDataset::make(dataset::loadCoco(annotationsJson.toStdString(), options),
+                                   annotationsJson, imageDir, anchors, source);
         } catch (const std::exception& e) {
           out.error = QString::fromStdString(e.what());
         }
@@ -221,7 +229,9 @@ bool DatasetBrowser::openSpecDataset(const QString& specPath, const QString& spl
                       .arg(QString::fromStdString(json.string()),
                            r.shapes_root.empty() ? QString()
                                                  : tr(" (training generates the shapes dataset)")));
-  openDataset(QString::fromStdString(json.string()), QString::fromStdString(images.string()));
+  openWithAnchors(QString::fromStdString(json.string()), QString::fromStdString(images.string()),
+                  dataset::anchorCoverageFromSpec(loaded),
+                  tr("the anchors and resize of %1").arg(QFileInfo(specPath).fileName()));
   return true;
 }
 
@@ -236,7 +246,7 @@ void DatasetBrowser::datasetReady(std::shared_ptr<const BrowsedDataset> dataset,
   view_->clear();
   model_->setDataset(dataset);
   stats_->showStats(dataset->stats.sets.empty() ? nullptr : &dataset->stats.sets.front(),
-                    dataset->stats.problems);
+                    dataset->stats.problems, dataset->anchors_source);
   fillCategories();
   const auto& coco = dataset->coco;
   QString text = tr("%1: %2 images, %3 annotations, %4 categories")

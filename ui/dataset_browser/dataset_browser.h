@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "dataset/stats/dataset_stats.h"
 #include "ui/common/overlay.h"
 
 class QComboBox;
@@ -62,6 +63,7 @@ class DatasetBrowser : public QWidget {
   // shapes dataset's files. False, with the reason on the status line and in datasetLoaded,
   // when the spec has errors or names no such files (the shapes dataset appears after the
   // first training run generates it).
+  // Its Statistics tab checks the spec's anchors and resize.
   bool openSpecDataset(const QString& specPath, const QString& split = QStringLiteral("val"));
   // Asks for a json and an image folder with file dialogs.
   void chooseDataset();
@@ -73,6 +75,8 @@ class DatasetBrowser : public QWidget {
   void imageShown(qint64 image_id);
 
  private:
+  void openWithAnchors(const QString& annotationsJson, const QString& imageDir,
+                       const dataset::AnchorCoverageOptions& anchors, const QString& source);
   void datasetReady(std::shared_ptr<const BrowsedDataset> dataset, const QString& error);
   void fillCategories();
   void applyFilter();

@@ -84,7 +84,8 @@ DatasetStatsView::DatasetStatsView(QWidget* parent) : QWidget(parent) {
 }
 
 void DatasetStatsView::showStats(const dataset::SetStats* s,
-                                 const std::vector<dataset::Problem>& problems) {
+                                 const std::vector<dataset::Problem>& problems,
+                                 const QString& anchors) {
   problems_->clear();
   if (!s) {
     for (TitledPlot* plot : charts_)
@@ -115,14 +116,14 @@ void DatasetStatsView::showStats(const dataset::SetStats* s,
   showBars(charts_[2], binLabels(s->aspect), counts(s->aspect));
   showBars(charts_[3], binLabels(s->instances_per_image), counts(s->instances_per_image));
   const dataset::AnchorCoverage& a = s->anchors;
-  coverage_->setText(tr("Anchor coverage with the default anchors (TAO's, 832×1344 canvas): "
-                        "%1% of the boxes have an anchor at IoU ≥ %2 (small %3%, medium %4%, "
-                        "large %5%). `--task dataset_stats` with a spec checks its own anchors.")
+  coverage_->setText(tr("Anchor coverage with %6: %1% of the boxes have an anchor at IoU ≥ %2 "
+                        "(small %3%, medium %4%, large %5%).")
                          .arg(100 * a.share_all, 0, 'f', 1)
                          .arg(a.positive_iou, 0, 'f', 2)
                          .arg(100 * a.share[0], 0, 'f', 1)
                          .arg(100 * a.share[1], 0, 'f', 1)
-                         .arg(100 * a.share[2], 0, 'f', 1));
+                         .arg(100 * a.share[2], 0, 'f', 1)
+                         .arg(anchors));
   for (const dataset::Problem& p : problems)
     problems_->addItem(QString::fromStdString("[" + p.code + "] " + p.message));
   if (problems.empty()) problems_->addItem(tr("none"));

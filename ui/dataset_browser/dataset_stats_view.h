@@ -23,8 +23,10 @@ class DatasetStatsView : public QWidget {
  public:
   explicit DatasetStatsView(QWidget* parent = nullptr);
 
-  // Shows a set's statistics and the problems (null: clears).
-  void showStats(const dataset::SetStats* stats, const std::vector<dataset::Problem>& problems);
+  // Shows a set's statistics and the problems (null: clears); `anchors` names the anchors its
+  // coverage was computed with.
+  void showStats(const dataset::SetStats* stats, const std::vector<dataset::Problem>& problems,
+                 const QString& anchors);
 
   // The bars of each chart, for tests: classes (most instances first), sizes, aspects, per image.
   QVector<double> bars(int chart) const;

@@ -8,9 +8,13 @@
 
 namespace mrcnn::ui {
 
-std::shared_ptr<const BrowsedDataset> BrowsedDataset::make(dataset::CocoDataset coco,
-                                                           QString annotations, QString image_dir) {
+std::shared_ptr<const BrowsedDataset> BrowsedDataset::make(
+    dataset::CocoDataset coco, QString annotations, QString image_dir,
+    const dataset::AnchorCoverageOptions& anchors, QString anchors_source) {
   auto d = std::make_shared<BrowsedDataset>();
+  d->anchors_source = anchors_source.isEmpty()
+                          ? QObject::tr("the default anchors (TAO's, 832×1344 canvas)")
+                          : std::move(anchors_source);
   d->coco = std::move(coco);
   d->annotations = std::move(annotations);
   d->image_dir = std::move(image_dir);
@@ -28,7 +32,7 @@ std::shared_ptr<const BrowsedDataset> BrowsedDataset::make(dataset::CocoDataset 
   }
   d->stats = dataset::datasetStats({{QFileInfo(d->annotations).fileName().toStdString(),
                                      d->annotations.toStdString(), &d->coco}},
-                                   dataset::AnchorCoverageOptions{});
+                                   anchors);
   return d;
 }
 

@@ -28,12 +28,15 @@ struct BrowsedDataset {
   std::vector<std::vector<int64_t>> image_categories;
   // Per category (index into coco.categories()): how many images hold it.
   std::vector<uint32_t> category_image_counts;
-  // The dataset check of the file (default anchors): what the Statistics tab shows.
+  // The dataset check of the file: what the Statistics tab shows. Its anchor coverage is for
+  // the anchors `anchors_source` names (the default ones, or a spec's).
   dataset::DatasetStats stats;
+  QString anchors_source;
 
-  // Builds the indexes; call from a worker.
-  static std::shared_ptr<const BrowsedDataset> make(dataset::CocoDataset coco, QString annotations,
-                                                    QString image_dir);
+  // Builds the indexes and runs the check with `anchors`; call from a worker.
+  static std::shared_ptr<const BrowsedDataset> make(
+      dataset::CocoDataset coco, QString annotations, QString image_dir,
+      const dataset::AnchorCoverageOptions& anchors = {}, QString anchors_source = {});
 };
 
 class ImageListModel : public QAbstractListModel {

@@ -230,6 +230,8 @@ class DatasetBrowserTest : public QObject {
                  problems.filter("[unused_categories]").size() == 1,
              qPrintable(problems.join('\n')));
     QVERIFY(stats->coverageText().contains("% of the boxes have an anchor at IoU"));
+    QVERIFY2(stats->coverageText().startsWith("Anchor coverage with the default anchors"),
+             qPrintable(stats->coverageText()));
   }
 
   // The views' image reader treats every bad file the same: no picture, a problem naming
@@ -413,7 +415,8 @@ class DatasetBrowserTest : public QObject {
                        "  train_json_file: \"%1/annotations/instances_train2017.json\"\n"
                        "  train_image_dir: \"%1/images/train2017\"\n"
                        "  val_json_file: \"%1/annotations/instances_val2017.json\"\n"
-                       "  val_image_dir: \"%1/images/val2017\"\n  num_classes: 91\n}\n")
+                       "  val_image_dir: \"%1/images/val2017\"\n  num_classes: 91\n}\n"
+                       "maskrcnn_config {\n  rpn_positive_overlap: 0.4\n}\n")
                    .arg(rel)
                    .toUtf8());
     spec.close();
@@ -423,6 +426,11 @@ class DatasetBrowserTest : public QObject {
     QVERIFY(loaded.wait(20000));
     QVERIFY2(loaded.last().at(0).toBool(), qPrintable(loaded.last().at(1).toString()));
     QCOMPARE(browser.model()->rowCount(), 6);
+    // The Statistics tab checks the spec's own anchors (its positive IoU 0.4).
+    QVERIFY2(browser.statsView()->coverageText().contains(
+                 "Anchor coverage with the anchors and resize of tiny.txt: "),
+             qPrintable(browser.statsView()->coverageText()));
+    QVERIFY(browser.statsView()->coverageText().contains("IoU ≥ 0.40"));
     QVERIFY(browser.openSpecDataset(spec.fileName(), "train"));
     QVERIFY(loaded.wait(20000));
     QCOMPARE(browser.model()->rowCount(), 32);
