@@ -320,6 +320,19 @@ Rle rleFromPolygon(std::span<const double> xy, uint32_t h, uint32_t w) {
     }
   }
   if (k == 0) return Rle{h, w, {static_cast<uint32_t>(pixelCount(h, w))}};
+  // pycocotools walks every fine-grid point of the boundary, inside the image or not: a
+  // polygon reaching far outside the image costs seconds and gigabytes for nothing it draws.
+  // Coordinates more than 64 image sizes away, or a boundary far longer than any polygon of
+  // this image needs (40 times the image's perimeter per vertex, beyond 2e7 points), are
+  // corrupt data for the caller to report. Polygons in and around the image are unaffected.
+  const double side = std::max(h, w) + 64.0;
+  for (double c : xy.first(2 * k)) {
+    if (std::abs(c) > 64 * side) {
+      throw std::invalid_argument("rleFromPolygon: coordinate " + std::to_string(c) +
+                                  " lies too far outside the " + std::to_string(w) + "x" +
+                                  std::to_string(h) + " image");
+    }
+  }
 
   // Vertices on the fine grid, rounded half up the way C's (int)(v + .5) does it.
   std::vector<int> x(k + 1), y(k + 1);
@@ -329,6 +342,18 @@ Rle rleFromPolygon(std::span<const double> xy, uint32_t h, uint32_t w) {
   }
   x[k] = x[0];
   y[k] = y[0];
+  double boundary = 0;
+  for (size_t j = 0; j < k; ++j)
+    boundary += std::max(std::abs(static_cast<double>(x[j + 1]) - x[j]),
+                         std::abs(static_cast<double>(y[j + 1]) - y[j])) +
+                1;
+  const double budget = 2e7 + 40.0 * static_cast<double>(k) * (static_cast<double>(h) + w);
+  if (boundary > budget) {
+    throw std::invalid_argument("rleFromPolygon: a boundary of " +
+                                std::to_string(static_cast<uint64_t>(boundary)) + " points for a " +
+                                std::to_string(w) + "x" + std::to_string(h) +
+                                " image (its coordinates reach far outside it)");
+  }
 
   // Every fine-grid point along every edge, stepping along the edge's longer axis. Each edge
   // is walked from its lower end and stored in polygon order, as pycocotools does.

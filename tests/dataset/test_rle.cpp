@@ -91,6 +91,27 @@ class TestRle : public QObject {
                              rleFromPolygon(std::vector<double>{0, 0, NAN, 1, 2, 2}, 5, 5));
   }
 
+  // The fuzzer's find (docs/BENCHMARKS.md, Fuzzing): a polygon reaching millions of pixels
+  // outside a small image took seconds (pycocotools walks every point of its boundary).
+  // Coordinates that far away, or a boundary far longer than the image needs, are refused at
+  // before any walking; a polygon a whole image size outside still rasterises.
+  void polygonsFarOutsideTheImageAreRefusedAtOnce() {
+    QVERIFY_THROWS_EXCEPTION(
+        std::invalid_argument,
+        rleFromPolygon(std::vector<double>{0, 0, 2261634.5, 131093.6, 2261634.5, 2261634.5}, 127,
+                       65));
+    // Within 64 image sizes, but 400 vertices zigzagging 8,000 pixels out and back.
+    std::vector<double> zigzag;
+    for (int i = 0; i < 400; ++i) {
+      zigzag.push_back(i % 2 ? 8000.0 : -8000.0);
+      zigzag.push_back(i * 0.25);
+    }
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, rleFromPolygon(zigzag, 100, 100));
+    QCOMPARE(area(rleFromPolygon(std::vector<double>{200, 0, 230, 0, 230, 30}, 100, 100)),
+             uint64_t{0});
+    QVERIFY(area(rleFromPolygon(std::vector<double>{-100, -100, 50, -100, 50, 50}, 100, 100)) > 0);
+  }
+
   void mergeUnionAndIntersection() {
     std::mt19937_64 rng(2);
     cv::Mat a(19, 13, CV_8UC1), b(19, 13, CV_8UC1);
