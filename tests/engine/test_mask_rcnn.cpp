@@ -76,6 +76,21 @@ class TestMaskRCNN : public QObject {
     m->loadTorchvisionState(model::readStateDict(load.source), load);
     return m;
   }
+  // The training batch's ground truth with torchvision's samples of anchors and RoIs.
+  model::MaskRCNNTargets trainingTargets(const model::ImageSizes& sizes) const {
+    model::MaskRCNNTargets targets;
+    for (size_t i = 0; i < sizes.images.size(); ++i) {
+      const std::string n = std::to_string(i);
+      targets.boxes.push_back(expected("train/gt_boxes/" + n));
+      targets.labels.push_back(expected("train/gt_labels/" + n));
+      targets.masks.push_back(expected("train/gt_masks/" + n));
+      targets.rpn_sampled.push_back(
+          {expected("train/rpn_positive/" + n), expected("train/rpn_negative/" + n)});
+      targets.roi_sampled.push_back(
+          {expected("train/roi_positive/" + n), expected("train/roi_negative/" + n)});
+    }
+    return targets;
+  }
   model::ImageSizes sizesOf(const std::string& prefix) const {
     const at::Tensor images = expected(prefix + "images");
     const at::Tensor sizes = expected(prefix + "sizes");
@@ -303,17 +318,7 @@ class TestMaskRCNN : public QObject {
     m->train();
     const at::Tensor images = expected("train/images");
     const model::ImageSizes sizes = sizesOf("train/");
-    model::MaskRCNNTargets targets;
-    for (size_t i = 0; i < sizes.images.size(); ++i) {
-      const std::string n = std::to_string(i);
-      targets.boxes.push_back(expected("train/gt_boxes/" + n));
-      targets.labels.push_back(expected("train/gt_labels/" + n));
-      targets.masks.push_back(expected("train/gt_masks/" + n));
-      targets.rpn_sampled.push_back(
-          {expected("train/rpn_positive/" + n), expected("train/rpn_negative/" + n)});
-      targets.roi_sampled.push_back(
-          {expected("train/roi_positive/" + n), expected("train/roi_negative/" + n)});
-    }
+    const model::MaskRCNNTargets targets = trainingTargets(sizes);
     const model::MaskRCNNLosses losses = m->losses(images, sizes, targets);
     const std::vector<std::pair<const char*, at::Tensor>> pairs = {
         {"loss_objectness", losses.rpn_objectness},
@@ -357,17 +362,7 @@ class TestMaskRCNN : public QObject {
     m->eval();
     const at::Tensor images = expected("train/images");
     const model::ImageSizes sizes = sizesOf("train/");
-    model::MaskRCNNTargets targets;
-    for (size_t i = 0; i < sizes.images.size(); ++i) {
-      const std::string n = std::to_string(i);
-      targets.boxes.push_back(expected("train/gt_boxes/" + n));
-      targets.labels.push_back(expected("train/gt_labels/" + n));
-      targets.masks.push_back(expected("train/gt_masks/" + n));
-      targets.rpn_sampled.push_back(
-          {expected("train/rpn_positive/" + n), expected("train/rpn_negative/" + n)});
-      targets.roi_sampled.push_back(
-          {expected("train/roi_positive/" + n), expected("train/roi_negative/" + n)});
-    }
+    const model::MaskRCNNTargets targets = trainingTargets(sizes);
     const model::MaskRCNNValidation v = m->validate(images, sizes, targets);
     const std::vector<std::pair<const char*, at::Tensor>> pairs = {
         {"loss_objectness", v.losses.rpn_objectness},
