@@ -1,10 +1,13 @@
 #include "engine/cli.h"
 
 #include <map>
+#include <optional>
 #include <ostream>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include "engine/exit_codes.h"
 #include "engine/setup/device.h"
@@ -37,6 +40,12 @@ constexpr const char* kUsage =
     "                    (model.onnx, model.pth, labels.txt, export_report.json into a new\n"
     "                    folder, default RUN_DIR/export/<checkpoint>; parity checked with\n"
     "                    OpenVINO on --images or the spec's validation images)\n"
+    "       mrcnn-engine --spec SPEC --task prune --output-dir DIR [--checkpoint FILE]\n"
+    "                    [--pruning-threshold T] [--normalizer max|L2]\n"
+    "                    [--equalization-criterion union|intersection|arithmetic_mean|\n"
+    "                    geometric_mean] [--pruning-granularity N] [--min-num-filters N]\n"
+    "                    [--excluded-layers a,b,...]   (TAO's -pth -nm -eq -pg -nf -el;\n"
+    "                    model.pt and status.json into a new or empty DIR)\n"
     "       mrcnn-engine --spec SPEC --task benchmark [--mode train|inference] [--steps N]\n"
     "                    [--profile]\n"
     "                    (synthetic batches of the spec's image size and model; --profile: one\n"
@@ -69,9 +78,83 @@ const std::set<std::string> kValueOptions = {"--spec",
                                              "--steps",
                                              "--opset",
                                              "--backend",
-                                             "--onnx"};
+                                             "--onnx",
+                                             "--pruning-threshold",
+                                             "--normalizer",
+                                             "--equalization-criterion",
+                                             "--pruning-granularity",
+                                             "--min-num-filters",
+                                             "--excluded-layers"};
 // Options without a value.
 const std::set<std::string> kFlags = {"--gen-ds-config", "--profile"};
+
+// A whole number from `min`, or nullopt.
+std::optional<int64_t> wholeNumber(const std::string& text, int64_t min) {
+  if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  const int64_t v = std::stoll(text);
+  return v >= min ? std::optional<int64_t>(v) : std::nullopt;
+}
+
+// The prune task's options (TAO's names and defaults); nullopt after saying what is wrong.
+std::optional<PruneTaskOptions> pruneOptions(const std::map<std::string, std::string>& values,
+                                             std::ostream& err) {
+  const auto has = [&](const char* key) { return values.count(key) > 0; };
+  const auto get = [&](const char* key) { return values.at(key); };
+  PruneTaskOptions o;
+  if (!has("--output-dir")) {
+    err << "mrcnn-engine: --task prune needs --output-dir DIR (a new or empty folder)\n";
+    return std::nullopt;
+  }
+  o.output_dir = get("--output-dir");
+  if (has("--pruning-threshold")) {
+    try {
+      size_t used = 0;
+      o.rules.threshold = std::stod(get("--pruning-threshold"), &used);
+      if (used != get("--pruning-threshold").size() || !(o.rules.threshold >= 0) ||
+          o.rules.threshold > 1)
+        throw std::invalid_argument("range");
+    } catch (const std::exception&) {
+      err << "mrcnn-engine: --pruning-threshold " << get("--pruning-threshold")
+          << ": a number in [0, 1] (scores are normalised filter norms)\n";
+      return std::nullopt;
+    }
+  }
+  if (has("--normalizer")) {
+    const auto n = prune::parseNormalizer(get("--normalizer"));
+    if (!n) {
+      err << "mrcnn-engine: --normalizer " << get("--normalizer") << ": use max or L2\n";
+      return std::nullopt;
+    }
+    o.rules.normalizer = *n;
+  }
+  if (has("--equalization-criterion")) {
+    const auto e = prune::parseEqualization(get("--equalization-criterion"));
+    if (!e) {
+      err << "mrcnn-engine: --equalization-criterion " << get("--equalization-criterion")
+          << ": use union, intersection, arithmetic_mean or geometric_mean\n";
+      return std::nullopt;
+    }
+    o.rules.equalization = *e;
+  }
+  for (const auto& [key, target, min] :
+       {std::tuple{"--pruning-granularity", &o.rules.granularity, int64_t{1}},
+        std::tuple{"--min-num-filters", &o.rules.min_filters, int64_t{1}}}) {
+    if (!has(key)) continue;
+    const std::optional<int64_t> v = wholeNumber(get(key), min);
+    if (!v) {
+      err << "mrcnn-engine: " << key << " " << get(key) << ": a whole number from " << min << '\n';
+      return std::nullopt;
+    }
+    *target = *v;
+  }
+  if (has("--excluded-layers")) {
+    std::istringstream names(get("--excluded-layers"));
+    for (std::string name; std::getline(names, name, ',');)
+      if (!name.empty()) o.rules.excluded_layers.push_back(name);
+  }
+  return o;
+}
 
 }  // namespace
 
@@ -278,11 +361,10 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
     }
     return runExport(options, ex, out, err);
   }
-  for (const char* later : {"prune"}) {
-    if (task == later) {
-      err << "mrcnn-engine: task " << task << " from a spec is not part of this build yet\n";
-      return kExitUsage;
-    }
+  if (task == "prune") {
+    std::optional<PruneTaskOptions> prune = pruneOptions(values, err);
+    if (!prune) return kExitUsage;
+    return runPrune(options, *prune, out, err);
   }
   err << "mrcnn-engine: unknown task \"" << task << "\"\n" << kUsage;
   return kExitUsage;

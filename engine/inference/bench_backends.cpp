@@ -2,8 +2,11 @@
 // a test, not installed):
 //
 //   bench_backends --spec SPEC --checkpoint WEIGHTS --onnx MODEL.onnx --images DIR
-//                  [--warmup 1] [--iters 5] [--out DIR]
+//                  [--warmup 1] [--iters 5] [--out DIR] [--only NAME,NAME...]
 //
+// --only runs the backends named (ours_libtorch_fp32, ours_libtorch_bf16, ours_openvino_f32,
+// ours_openvino_bf16); --onnx is needed only for OpenVINO's (scripts/bench_prune.py times
+// LibTorch's alone on pruned models).
 // Per backend (LibTorch fp32, LibTorch bf16 autocast, OpenVINO f32, OpenVINO bf16 where the
 // CPU has it), each image of DIR is run alone, `warmup` times untimed then `iters` times
 // timed: one JSON line per backend with the median per-image latency (decoding the file and
@@ -17,9 +20,9 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iostream>
 #include <map>
 #include <memory>
-#include <iostream>
 #include <string>
 #include <vector>
 
@@ -86,8 +89,13 @@ int main(int argc, char** argv) {
   std::map<std::string, std::string> a{{"--warmup", "1"}, {"--iters", "5"}, {"--out", "."}};
   for (int i = 1; i + 1 < argc; i += 2)
     a[argv[i]] = argv[i + 1];
+  const std::string only = a.count("--only") ? "," + a["--only"] + "," : std::string();
+  const auto wanted = [&](const std::string& name) {
+    return only.empty() || only.find("," + name + ",") != std::string::npos;
+  };
+  const bool needs_onnx = wanted("ours_openvino_f32") || wanted("ours_openvino_bf16");
   for (const char* required : {"--spec", "--checkpoint", "--onnx", "--images"}) {
-    if (!a.count(required)) {
+    if (!a.count(required) && (needs_onnx || std::string(required) != "--onnx")) {
       std::cerr << "bench_backends: " << required << " is required\n";
       return 2;
     }
@@ -100,8 +108,8 @@ int main(int argc, char** argv) {
   const int warmup = std::stoi(a["--warmup"]), iters = std::stoi(a["--iters"]);
   const std::vector<fs::path> images = engine::listImages(a["--images"]);
   const auto make_model = [&] {
-    model::MaskRCNN net(engine::modelOptionsFromSpec(loaded->spec, loaded->resolved));
-    engine::loadWeights(*net, a["--checkpoint"]);
+    model::MaskRCNN net = engine::loadModel(
+        engine::modelOptionsFromSpec(loaded->spec, loaded->resolved), a["--checkpoint"]);
     return net;
   };
   const std::vector<engine::Category> categories =
@@ -138,6 +146,7 @@ int main(int argc, char** argv) {
                                        {"ours_openvino_f32", [&] { return openvino(false); }},
                                        {"ours_openvino_bf16", [&] { return openvino(true); }}};
   for (const Config& config : configs) {
+    if (!wanted(config.name)) continue;
     std::unique_ptr<engine::InferenceBackend> backend = config.make();
     engine::BackendRun last;
     std::vector<double> times;

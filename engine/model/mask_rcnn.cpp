@@ -30,6 +30,7 @@ MaskRCNNImpl::MaskRCNNImpl(MaskRCNNOptions options, std::optional<at::Generator>
               "MaskRCNN: the RoI heads' levels (", options_.roi_heads.min_level, "..",
               options_.roi_heads.max_level, ") differ from the backbone's (",
               options_.backbone.min_level, "..", options_.backbone.max_level, ")");
+  applyConvWidths();
   backbone_ = register_module("backbone", BackboneWithFPN(options_.backbone));
 
   AnchorGenerator anchors(options_.anchors);
@@ -41,9 +42,35 @@ MaskRCNNImpl::MaskRCNNImpl(MaskRCNNOptions options, std::optional<at::Generator>
   head.in_channels = options_.backbone.out_channels;
   head.num_anchors = per_location.front();
   head.conv_depth = options_.rpn_head_conv_depth;
+  head.conv_channels = rpn_head_widths_;
   rpn_ = register_module(
       "rpn", RegionProposalNetwork(std::move(anchors), RPNHead(head), options_.rpn, generator));
   roi_heads_ = register_module("roi_heads", RoIHeads(options_.roi_heads, generator));
+}
+
+void MaskRCNNImpl::applyConvWidths() {
+  const std::string body = "backbone.body.", rpn = "rpn.head.conv.", mask = "roi_heads.mask_head.";
+  const auto width = [&](const std::string& name, int64_t standard) {
+    const auto it = options_.conv_widths.find(name);
+    return it == options_.conv_widths.end() ? standard : it->second;
+  };
+  for (const auto& [name, w] : options_.conv_widths) {
+    TORCH_CHECK(isPrunableConv(name), "MaskRCNN: conv_widths names ", name,
+                ", which is not a prunable convolution");
+    TORCH_CHECK(w > 0, "MaskRCNN: conv_widths gives ", name, " ", w, " output channels");
+    if (name.starts_with(body)) options_.backbone.resnet.widths[name.substr(body.size())] = w;
+  }
+  rpn_head_widths_.clear();
+  for (int64_t i = 0; i < options_.rpn_head_conv_depth; ++i)
+    rpn_head_widths_.push_back(
+        width(rpn + std::to_string(i) + ".0", options_.backbone.out_channels));
+  const std::vector<int64_t>& layers = options_.roi_heads.mask_head_layers;
+  options_.roi_heads.mask_head_widths.clear();
+  for (size_t i = 0; i < layers.size(); ++i)
+    options_.roi_heads.mask_head_widths.push_back(
+        width(mask + std::to_string(i) + ".0", layers[i]));
+  // A width for a convolution this model does not have (an index past the heads' depth,
+  // a block past the depth's layout) is the weights' business: loading reports the keys.
 }
 
 RPNTargets MaskRCNNImpl::rpnTargets(const MaskRCNNTargets& targets) const {

@@ -30,6 +30,7 @@
 
 #include "engine/model/anchor_generator.h"
 #include "engine/model/backbone.h"
+#include "engine/model/conv_widths.h"
 #include "engine/model/roi_heads.h"
 #include "engine/model/rpn.h"
 #include "engine/model/rpn_head.h"
@@ -43,6 +44,9 @@ struct MaskRCNNOptions {
   int64_t rpn_head_conv_depth = 1;
   RPNOptions rpn;
   RoIHeadsOptions roi_heads;
+  // A pruned model's convolution widths (conv_widths.h), given to the backbone, the RPN head
+  // and the mask head by the constructor; a name that is not prunable is refused there.
+  ConvWidths conv_widths{};
 
   // torchvision's maskrcnn_resnet50_fpn (v1): ResNet-50, FPN levels 2..6, frozen batch norm,
   // the stem and layer1 frozen (trainable_backbone_layers 3).
@@ -138,8 +142,12 @@ class MaskRCNNImpl : public torch::nn::Module {
   RPNTargets rpnTargets(const MaskRCNNTargets& targets) const;
   RoIHeadsTargets roiTargets(const MaskRCNNTargets& targets) const;
   MaskRCNNLosses combine(const RPNLosses& rpn, const RoIHeadsLosses& heads) const;
+  // Gives options_.conv_widths to the stages' options (the ResNet's widths, the mask head's
+  // widths) and to rpn_head_widths_.
+  void applyConvWidths();
 
   MaskRCNNOptions options_;
+  std::vector<int64_t> rpn_head_widths_;
   BackboneWithFPN backbone_{nullptr};
   RegionProposalNetwork rpn_{nullptr};
   RoIHeads roi_heads_{nullptr};

@@ -89,28 +89,43 @@ StageLayout layoutOf(int depth) {
 // 4x the width), with a 1x1 projection ("downsample") where the shape changes.
 class ResidualBlock : public torch::nn::Module {
  public:
-  ResidualBlock(const ResNetOptions& o, bool bottleneck, int64_t in, int64_t planes,
-                int64_t stride) {
-    const int64_t out = bottleneck ? planes * 4 : planes;
+  // `name` is the block's own ("layer<s>.<b>"), to look its convolutions' widths up;
+  // `projection` whether the standard block has one (a stride or a change of width).
+  ResidualBlock(const ResNetOptions& o, const std::string& name, bool bottleneck, int64_t in,
+                int64_t planes, int64_t stride, bool projection) {
+    const auto width = [&](const std::string& conv, int64_t standard) {
+      const auto it = o.widths.find(name + "." + conv);
+      return it == o.widths.end() ? standard : it->second;
+    };
     if (bottleneck) {
-      convs_.push_back(makeConvNorm(o, in, planes, /*kernel=*/1, /*stride=*/1, /*padding=*/0));
-      convs_.push_back(makeConvNorm(o, planes, planes, 3, stride, 1));
-      convs_.push_back(makeConvNorm(o, planes, out, 1, 1, 0));
+      const int64_t w1 = width("conv1", planes), w2 = width("conv2", planes);
+      convs_.push_back(makeConvNorm(o, in, w1, /*kernel=*/1, /*stride=*/1, /*padding=*/0));
+      convs_.push_back(makeConvNorm(o, w1, w2, 3, stride, 1));
+      convs_.push_back(makeConvNorm(o, w2, width("conv3", planes * 4), 1, 1, 0));
     } else {
-      convs_.push_back(makeConvNorm(o, in, planes, 3, stride, 1));
-      convs_.push_back(makeConvNorm(o, planes, planes, 3, 1, 1));
+      const int64_t w1 = width("conv1", planes);
+      convs_.push_back(makeConvNorm(o, in, w1, 3, stride, 1));
+      convs_.push_back(makeConvNorm(o, w1, width("conv2", planes), 3, 1, 1));
     }
+    out_ = convs_.back().conv->options.out_channels();
     for (size_t k = 0; k < convs_.size(); ++k) {
       register_module("conv" + std::to_string(k + 1), convs_[k].conv);
       register_module("bn" + std::to_string(k + 1), convs_[k].norm.ptr());
     }
-    if (stride != 1 || in != out) {
-      downsample_ = makeConvNorm(o, in, out, 1, stride, 0);
+    if (projection) {
+      const int64_t d = width("downsample.0", out_);
+      if (d != out_)
+        mismatch(name + ".downsample.0", d, name + ".conv" + std::to_string(convs_.size()), out_);
+      downsample_ = makeConvNorm(o, in, out_, 1, stride, 0);
       auto ds = register_module("downsample", std::make_shared<torch::nn::Module>());
       ds->register_module("0", downsample_->conv);
       ds->register_module("1", downsample_->norm.ptr());
+    } else if (in != out_) {
+      mismatch(name + ".conv" + std::to_string(convs_.size()), out_, "its input", in);
     }
   }
+
+  int64_t outChannels() const { return out_; }
 
   at::Tensor forward(const at::Tensor& x) {
     // In place where autograd allows it (a convolution's backward does not need its output):
@@ -136,8 +151,16 @@ class ResidualBlock : public torch::nn::Module {
   }
 
  private:
+  [[noreturn]] static void mismatch(const std::string& a, int64_t wa, const std::string& b,
+                                    int64_t wb) {
+    throw std::invalid_argument("ResNet widths: " + a + " has " + std::to_string(wa) +
+                                " output channels but is added to " + b + " with " +
+                                std::to_string(wb) + "; a residual sum needs the same channels");
+  }
+
   std::vector<ConvNorm> convs_;
   std::optional<ConvNorm> downsample_;
+  int64_t out_ = 0;
 };
 
 std::vector<int> freezeBlocksForTrainableLayers(int trainable_layers) {
@@ -157,24 +180,39 @@ ResNetImpl::ResNetImpl(ResNetOptions options) : options_(std::move(options)) {
       throw std::invalid_argument("freeze_blocks: block " + std::to_string(b) +
                                   " does not exist; use 0 (the stem) to 4 (layer4)");
   }
-  ConvNorm stem = makeConvNorm(options_, 3, 64, /*kernel=*/7, /*stride=*/2, /*padding=*/3);
+  for (const auto& [name, width] : options_.widths) {
+    if (width < 1)
+      throw std::invalid_argument("ResNet widths: " + name + " has " + std::to_string(width) +
+                                  " output channels; a convolution keeps at least one");
+  }
+  const auto stem_width = options_.widths.find("conv1");
+  const int64_t stem_out = stem_width == options_.widths.end() ? 64 : stem_width->second;
+  ConvNorm stem = makeConvNorm(options_, 3, stem_out, /*kernel=*/7, /*stride=*/2, /*padding=*/3);
   conv1_ = register_module("conv1", stem.conv);
   bn1_ = stem.norm;
   register_module("bn1", bn1_.ptr());
 
-  int64_t in = 64;
+  int64_t in = stem_out;
+  int64_t standard_in = 64;
   for (int s = 0; s < 4; ++s) {
     const int64_t planes = int64_t{64} << s;
-    const int64_t stride = s == 0 ? 1 : 2;
-    auto layer =
-        register_module("layer" + std::to_string(s + 1), std::make_shared<torch::nn::Module>());
+    const int64_t standard_out = layout.bottleneck ? planes * 4 : planes;
+    const std::string layer_name = "layer" + std::to_string(s + 1);
+    auto layer = register_module(layer_name, std::make_shared<torch::nn::Module>());
     for (int b = 0; b < layout.blocks[static_cast<size_t>(s)]; ++b) {
-      auto block = std::make_shared<ResidualBlock>(options_, layout.bottleneck, in, planes,
-                                                   b == 0 ? stride : 1);
+      const int64_t stride = b == 0 && s > 0 ? 2 : 1;
+      // Where a projection is is the depth's layout (torchvision's rule on the standard
+      // widths), whatever the pruning did to the widths.
+      const bool projection = stride != 1 || standard_in != standard_out;
+      auto block =
+          std::make_shared<ResidualBlock>(options_, layer_name + "." + std::to_string(b),
+                                          layout.bottleneck, in, planes, stride, projection);
       layer->register_module(std::to_string(b), block);
       stages_[static_cast<size_t>(s)].push_back(block);
-      in = layout.bottleneck ? planes * 4 : planes;
+      in = block->outChannels();
+      standard_in = standard_out;
     }
+    stage_channels_[static_cast<size_t>(s)] = in;
   }
 
   // torchvision's initialisation: convolutions Kaiming normal (fan out, ReLU), norms 1 and 0.
@@ -202,11 +240,6 @@ void ResNetImpl::applyFreezeBlocks() {
         p.set_requires_grad(!frozen(static_cast<int>(s) + 1));
     }
   }
-}
-
-std::array<int64_t, 4> ResNetImpl::stageChannels() const {
-  const int64_t e = layoutOf(options_.depth).bottleneck ? 4 : 1;
-  return {64 * e, 128 * e, 256 * e, 512 * e};
 }
 
 std::vector<at::Tensor> ResNetImpl::forward(const at::Tensor& images) {

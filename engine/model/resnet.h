@@ -16,7 +16,9 @@
 #include <torch/nn/pimpl.h>
 
 #include <array>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/model/frozen_batch_norm.h"
@@ -34,6 +36,12 @@ struct ResNetOptions {
   // Blocks whose parameters get requires_grad false: 0 = the stem (conv1, bn1), 1..4 =
   // layer1..layer4. torchvision's trainable_layers = k is {0, ..., 4 - k}.
   std::vector<int> freeze_blocks = {0, 1};
+  // A pruned body: the output channels of the convolutions named here (torchvision's names
+  // relative to the body without ".weight": conv1, layer<s>.<b>.conv<k>,
+  // layer<s>.<b>.downsample.0); the others keep the depth's standard width. Each block's
+  // output (its last convolution, its projection) must equal what the next block adds to it:
+  // the constructor throws std::invalid_argument naming the first that does not.
+  std::map<std::string, int64_t> widths{};
 };
 
 // torchvision's trainable_layers (0..5) as freeze_blocks.
@@ -48,8 +56,9 @@ class ResNetImpl : public torch::nn::Module {
   // The outputs of layer1..layer4 (C2..C5: strides 4, 8, 16, 32).
   std::vector<at::Tensor> forward(const at::Tensor& images);
 
-  // Output channels of layer1..layer4: 64..512 (BasicBlock), 256..2048 (Bottleneck).
-  std::array<int64_t, 4> stageChannels() const;
+  // Output channels of layer1..layer4: 64..512 (BasicBlock), 256..2048 (Bottleneck), fewer
+  // when pruned.
+  std::array<int64_t, 4> stageChannels() const { return stage_channels_; }
 
   // Inference speed: every frozen batch norm is folded into the convolution before it
   // (the folded weights are kept beside the modules; names and state_dict are unchanged).
@@ -71,6 +80,7 @@ class ResNetImpl : public torch::nn::Module {
   torch::nn::Conv2d conv1_{nullptr};
   torch::nn::AnyModule bn1_;
   std::array<std::vector<std::shared_ptr<ResidualBlock>>, 4> stages_;
+  std::array<int64_t, 4> stage_channels_{};
   FoldedConv stem_;  // folded conv1 + bn1
   bool folded_ = false;
 };

@@ -108,13 +108,17 @@ RoIHeadsImpl::RoIHeadsImpl(RoIHeadsOptions options, std::optional<at::Generator>
   if (options_.with_masks) {
     MaskHeadOptions mask;
     mask.in_channels = options_.in_channels;
-    mask.layers = options_.mask_head_layers;
+    mask.layers =
+        options_.mask_head_widths.empty() ? options_.mask_head_layers : options_.mask_head_widths;
+    TORCH_CHECK(mask.layers.size() == options_.mask_head_layers.size(),
+                "RoIHeads: ", mask.layers.size(), " pruned mask head widths for ",
+                options_.mask_head_layers.size(), " layers");
     mask.dilation = 1;
     mask.num_classes = options_.num_classes;
     mask_head_ = register_module("mask_head", MaskRCNNHeads(mask));
     mask_predictor_ = register_module(
-        "mask_predictor",
-        MaskRCNNPredictor(mask.layers.back(), mask.layers.back(), options_.num_classes));
+        "mask_predictor", MaskRCNNPredictor(mask.layers.back(), options_.mask_head_layers.back(),
+                                            options_.num_classes));
   }
 }
 

@@ -54,6 +54,10 @@ struct RoIHeadsOptions {
   // The mask head's 3x3 convolutions, one width each (torchvision: four of 256); the
   // predictor's transposed convolution keeps the last width.
   std::vector<int64_t> mask_head_layers{256, 256, 256, 256};
+  // A pruned mask head: its convolutions' widths (as many as mask_head_layers); the
+  // predictor's transposed convolution then takes the last of them in and still gives
+  // mask_head_layers.back() out. Empty: mask_head_layers.
+  std::vector<int64_t> mask_head_widths{};
   // Training: matching and sampling (the spec's fg_thresh, bg_thresh_hi, bg_thresh_lo,
   // batch_size_per_im, fg_fraction). A proposal with IoU >= fg is foreground; in
   // [bg_lo, bg_hi) background; otherwise ignored.

@@ -10,16 +10,24 @@ RPNHeadImpl::RPNHeadImpl(RPNHeadOptions options) : options_(options) {
   TORCH_CHECK(options_.in_channels > 0 && options_.num_anchors > 0 && options_.conv_depth >= 1,
               "RPNHead: in_channels, num_anchors and conv_depth must be positive (got ",
               options_.in_channels, ", ", options_.num_anchors, ", ", options_.conv_depth, ")");
-  const int64_t c = options_.in_channels;
+  TORCH_CHECK(options_.conv_channels.empty() ||
+                  static_cast<int64_t>(options_.conv_channels.size()) == options_.conv_depth,
+              "RPNHead: conv_channels names ", options_.conv_channels.size(),
+              " widths for conv_depth ", options_.conv_depth);
+  int64_t c = options_.in_channels;
   // conv.<i> is torchvision's Conv2dNormActivation (a Sequential of conv and ReLU, no norm),
   // hence the names conv.<i>.0.weight.
   // (A Sequential cannot hold a Sequential in LibTorch: the outer level is a ModuleList.)
   conv_ = torch::nn::ModuleList();
   for (int64_t i = 0; i < options_.conv_depth; ++i) {
+    const int64_t out =
+        options_.conv_channels.empty() ? c : options_.conv_channels[static_cast<size_t>(i)];
+    TORCH_CHECK(out > 0, "RPNHead: conv ", i, " has ", out, " output channels");
     blocks_.emplace_back(
-        torch::nn::Conv2d(torch::nn::Conv2dOptions(c, c, /*kernel_size=*/3).padding(1)),
+        torch::nn::Conv2d(torch::nn::Conv2dOptions(c, out, /*kernel_size=*/3).padding(1)),
         torch::nn::ReLU(torch::nn::ReLUOptions(/*inplace=*/true)));
     conv_->push_back(blocks_.back());
+    c = out;
   }
   register_module("conv", conv_);
   cls_logits_ = register_module(

@@ -26,6 +26,8 @@ struct RPNHeadOptions {
   int64_t in_channels = 256;
   int64_t num_anchors = 3;  // per location
   int64_t conv_depth = 1;
+  // A pruned head: each 3x3 conv's output channels (conv_depth of them); empty: in_channels.
+  std::vector<int64_t> conv_channels{};
 };
 
 class RPNHeadImpl : public torch::nn::Module {

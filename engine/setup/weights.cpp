@@ -1,5 +1,6 @@
 #include "engine/setup/weights.h"
 
+#include <optional>
 #include <regex>
 #include <sstream>
 
@@ -35,11 +36,10 @@ model::StateDict modelTensors(const model::StateDict& state, std::string* kind) 
   return out;
 }
 
-WeightsReport loadWeights(model::MaskRCNNImpl& model, const std::filesystem::path& file,
-                          const std::string& skip) {
-  WeightsReport report;
-  const model::StateDict state = modelTensors(model::readStateDict(file), &report.kind);
+namespace {
 
+// The spec's skip_checkpoint_variables as a regular expression (none when empty).
+std::optional<std::regex> skipPattern(const std::string& skip) {
   std::optional<std::regex> pattern;
   if (!skip.empty()) {
     try {
@@ -49,6 +49,21 @@ WeightsReport loadWeights(model::MaskRCNNImpl& model, const std::filesystem::pat
                                   "\": not a valid regular expression: " + e.what());
     }
   }
+  return pattern;
+}
+
+}  // namespace
+
+WeightsReport loadWeights(model::MaskRCNNImpl& model, const std::filesystem::path& file,
+                          const std::string& skip) {
+  return loadWeights(model, model::readStateDict(file), file.string(), skip);
+}
+
+WeightsReport loadWeights(model::MaskRCNNImpl& model, const model::StateDict& file_state,
+                          const std::string& source, const std::string& skip) {
+  WeightsReport report;
+  const model::StateDict state = modelTensors(file_state, &report.kind);
+  const std::optional<std::regex> pattern = skipPattern(skip);
   const auto skipped = [&](const std::string& key) {
     return pattern && std::regex_search(key, *pattern);
   };
@@ -62,7 +77,7 @@ WeightsReport loadWeights(model::MaskRCNNImpl& model, const std::filesystem::pat
     }
   }
   model::LoadOptions options;
-  options.source = file.string();
+  options.source = source;
   options.strict = !pattern.has_value();
   const model::LoadReport loaded = model.loadTorchvisionState(kept, options);
   report.loaded = loaded.loaded;
@@ -74,7 +89,7 @@ WeightsReport loadWeights(model::MaskRCNNImpl& model, const std::filesystem::pat
     }
     if (!missing.empty() || !unexpected.empty()) {
       std::ostringstream os;
-      os << file.string() << ": does not fit the model (skip_checkpoint_variables \"" << skip
+      os << source << ": does not fit the model (skip_checkpoint_variables \"" << skip
          << "\" leaves them):";
       for (const auto& m : missing)
         os << "\n  missing key " << m;
@@ -84,6 +99,41 @@ WeightsReport loadWeights(model::MaskRCNNImpl& model, const std::filesystem::pat
     }
   }
   return report;
+}
+
+model::ConvWidths prunedWidths(const model::MaskRCNNOptions& options,
+                               const model::StateDict& tensors) {
+  return model::nonStandardWidths(model::convWidthsOf(tensors), options.backbone.resnet.depth,
+                                  options.backbone.out_channels,
+                                  options.roi_heads.mask_head_layers);
+}
+
+model::MaskRCNN loadModel(model::MaskRCNNOptions options, const std::filesystem::path& file,
+                          const std::string& skip, WeightsReport* report) {
+  return loadModel(std::move(options), model::readStateDict(file), file.string(), skip, report);
+}
+
+model::MaskRCNN loadModel(model::MaskRCNNOptions options, const model::StateDict& state,
+                          const std::string& source, const std::string& skip,
+                          WeightsReport* report) {
+  const std::optional<std::regex> pattern = skipPattern(skip);
+  options.conv_widths.clear();
+  for (const auto& [name, width] : prunedWidths(options, modelTensors(state))) {
+    if (!pattern || !std::regex_search(name + ".weight", *pattern))
+      options.conv_widths[name] = width;
+  }
+  std::optional<model::MaskRCNN> net;
+  try {
+    net.emplace(options);
+  } catch (const std::exception& e) {
+    // Widths that do not fit together: the weights are not a model this spec describes.
+    throw model::StateDictError(source +
+                                ": its convolution widths do not make a model: " + e.what());
+  }
+  WeightsReport r = loadWeights(**net, state, source, skip);
+  r.pruned_widths = options.conv_widths.size();
+  if (report) *report = r;
+  return *net;
 }
 
 }  // namespace mrcnn::engine

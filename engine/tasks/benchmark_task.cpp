@@ -25,6 +25,7 @@
 #include "engine/setup/data_setup.h"
 #include "engine/setup/device.h"
 #include "engine/setup/model_config.h"
+#include "engine/setup/weights.h"
 #include "engine/tasks/op_profile.h"
 #include "engine/tasks/task_common.h"
 #include "engine/tasks/tasks.h"
@@ -135,6 +136,14 @@ int runBenchmark(const TaskOptions& options, const BenchmarkOptions& bench, std:
     }
     at::manual_seed(s.seed());
     model::MaskRCNNOptions model_options = modelOptionsFromSpec(s, maybe->resolved);
+    // A pruned model (--checkpoint, or the spec's pruned_model_path) runs in its architecture.
+    const std::filesystem::path pruned =
+        !options.checkpoint.empty()
+            ? options.checkpoint
+            : (s.pruned_model_path().empty() ? std::filesystem::path() : startingWeights(*maybe));
+    if (!pruned.empty())
+      model_options.conv_widths =
+          prunedWidths(model_options, modelTensors(model::readStateDict(pruned)));
     if (group && training && !s.maskrcnn_config().freeze_bn()) {
       dist::ProcessGroup* g = group.get();
       model_options.backbone.resnet.batch_norm_reducer = [g](at::Tensor& t) {

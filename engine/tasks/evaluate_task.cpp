@@ -144,9 +144,11 @@ int evaluateCheckpoint(const TaskOptions& options, const EvaluateOptions& evalua
 
   // The model as the train task evaluates it (no folded batch norms), so that a checkpoint
   // scores here what its run reported for it.
-  model::MaskRCNN net(modelOptionsFromSpec(s, loaded.resolved));
+  model::MaskRCNN net(nullptr);
   try {
-    const WeightsReport w = loadWeights(*net, weights, s.skip_checkpoint_variables());
+    WeightsReport w;
+    net = loadModel(modelOptionsFromSpec(s, loaded.resolved), weights,
+                    s.skip_checkpoint_variables(), &w);
     report.log("weights: " + weights.string() + " (" + w.kind + ", " + std::to_string(w.loaded) +
                " tensors, " + std::to_string(w.skipped.size()) + " skipped)");
   } catch (const std::exception& e) {

@@ -45,31 +45,6 @@ fs::path defaultExportDir(const fs::path& run_dir, const fs::path& weights) {
   }
 }
 
-// A folder of its own beside `final_dir`, removed on the way out unless kept.
-class StagingDir {
- public:
-  explicit StagingDir(const fs::path& final_dir)
-      : path_(final_dir.parent_path() / ("." + final_dir.filename().string() + ".partial")) {
-    std::error_code ec;
-    fs::remove_all(path_, ec);  // the remains of an export that died
-    fs::create_directories(path_);
-  }
-  ~StagingDir() {
-    std::error_code ec;
-    if (!kept_) fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-  void moveTo(const fs::path& final_dir) {
-    fs::rename(path_, final_dir);
-    kept_ = true;
-    io::syncPath(final_dir.parent_path(), /*directory=*/true);
-  }
-
- private:
-  fs::path path_;
-  bool kept_ = false;
-};
-
 std::string labelsText(const std::vector<Category>& categories) {
   std::string text;
   for (const Category& c : categories)
@@ -161,13 +136,12 @@ int exportModel(const TaskOptions& options, const ExportOptions& ex, const spec:
                   DataNeeds{.train = false, .val_json = false, .val_images = false});
   // The model with its weights, loaded again for each backend of the parity check.
   const auto make_model = [&]() {
-    model::MaskRCNN m(modelOptionsFromSpec(s, loaded.resolved));
-    loadWeights(*m, weightsFile(options, loaded, run_dir), s.skip_checkpoint_variables());
-    return m;
+    return loadModel(modelOptionsFromSpec(s, loaded.resolved),
+                     weightsFile(options, loaded, run_dir), s.skip_checkpoint_variables());
   };
   if (!data) return report.fail("bad_dataset", data_err.str(), kExitBadData);
 
-  model::MaskRCNN net(modelOptionsFromSpec(s, loaded.resolved));
+  model::MaskRCNN net(nullptr);
   const fs::path weights = weightsFile(options, loaded, run_dir);
   if (weights.empty()) {
     return report.fail("no_checkpoint",
@@ -190,7 +164,9 @@ int exportModel(const TaskOptions& options, const ExportOptions& ex, const spec:
                                  MRCNN_VERSION));
   if (!data_log.str().empty()) report.log(data_log.str());
   try {
-    const WeightsReport w = loadWeights(*net, weights, s.skip_checkpoint_variables());
+    WeightsReport w;
+    net = loadModel(modelOptionsFromSpec(s, loaded.resolved), weights,
+                    s.skip_checkpoint_variables(), &w);
     report.log("weights: " + weights.string() + " (" + w.kind + ", " + std::to_string(w.loaded) +
                " tensors)");
   } catch (const std::exception& e) {

@@ -201,16 +201,21 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
   }
   if (!data_log.str().empty()) report.log(data_log.str());
 
-  model::MaskRCNN net(modelOptionsFromSpec(s, loaded.resolved));
+  // An exported model runs without weights of ours: the spec's model then only names the
+  // classes.
+  model::MaskRCNN net(nullptr);
   const fs::path weights =
       inference.onnx.empty() ? weightsFile(options, loaded, run_dir) : fs::path();
+  if (!inference.onnx.empty()) net = model::MaskRCNN(modelOptionsFromSpec(s, loaded.resolved));
   if (inference.onnx.empty()) {
     if (weights.empty()) {
       return report.fail("no_checkpoint", "no weights to run: " + weightsSearched(options, run_dir),
                          kExitBadData);
     }
     try {
-      const WeightsReport w = loadWeights(*net, weights, s.skip_checkpoint_variables());
+      WeightsReport w;
+      net = loadModel(modelOptionsFromSpec(s, loaded.resolved), weights,
+                      s.skip_checkpoint_variables(), &w);
       report.log("weights: " + weights.string() + " (" + w.kind + ", " + std::to_string(w.loaded) +
                  " tensors)");
     } catch (const std::exception& e) {

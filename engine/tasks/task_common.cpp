@@ -9,6 +9,7 @@
 
 #include "dataset/shapes_generator.h"
 #include "engine/exit_codes.h"
+#include "io/atomic_file.h"
 #include "io/write_error.h"
 
 namespace mrcnn::engine {
@@ -121,8 +122,31 @@ fs::path weightsFile(const TaskOptions& options, const spec::LoadedSpec& loaded,
       return p.is_absolute() ? p : run_dir / "checkpoints" / p;
     }
   }
-  if (!loaded.spec.checkpoint().empty()) {
-    const fs::path p(loaded.spec.checkpoint());
+  return startingWeights(loaded);
+}
+
+StagingDir::StagingDir(const fs::path& final_dir)
+    : path_(final_dir.parent_path() / ("." + final_dir.filename().string() + ".partial")) {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+  fs::create_directories(path_);
+}
+
+StagingDir::~StagingDir() {
+  std::error_code ec;
+  if (!kept_) fs::remove_all(path_, ec);
+}
+
+void StagingDir::moveTo(const fs::path& final_dir) {
+  fs::rename(path_, final_dir);
+  kept_ = true;
+  io::syncPath(final_dir.parent_path(), /*directory=*/true);
+}
+
+fs::path startingWeights(const spec::LoadedSpec& loaded) {
+  for (const std::string& name : {loaded.spec.pruned_model_path(), loaded.spec.checkpoint()}) {
+    if (name.empty()) continue;
+    const fs::path p(name);
     return p.is_absolute() ? p : loaded.resolved.spec_dir / p;
   }
   return {};
@@ -131,8 +155,8 @@ fs::path weightsFile(const TaskOptions& options, const spec::LoadedSpec& loaded,
 std::string weightsSearched(const TaskOptions& options, const fs::path& run_dir) {
   return "no --checkpoint was given, the run directory has no " +
          (run_dir / "checkpoints" / "last").string() + " and " + options.spec_path.string() +
-         " sets no checkpoint; give --checkpoint FILE, set the spec's checkpoint, or train in "
-         "the run directory first";
+         " sets no pruned_model_path or checkpoint; give --checkpoint FILE, set the spec's "
+         "checkpoint, or train in the run directory first";
 }
 
 train::CocoSummary cocoSummary(const eval::EvalResult& result, const dataset::CocoDataset& gt) {

@@ -46,9 +46,14 @@ struct DataNeeds {
 std::optional<DataFiles> prepareData(const spec::LoadedSpec& loaded, std::ostream& out,
                                      std::ostream& err, const DataNeeds& needs = {});
 
+// The spec's own weights, relative to its folder: pruned_model_path (a pruned model, which as
+// in TAO wins over checkpoint), else checkpoint. Empty when it names none. Training starts
+// from them; the other tasks use them when there is no run yet.
+std::filesystem::path startingWeights(const spec::LoadedSpec& loaded);
+
 // The weights a task runs with: --checkpoint, else the run directory's last checkpoint (the
-// checkpoints/last pointer), else the spec's checkpoint (relative to the spec's folder).
-// Empty when there are none; weightsSearched() then says what was looked for.
+// checkpoints/last pointer), else the spec's (startingWeights). Empty when there are none;
+// weightsSearched() then says what was looked for.
 std::filesystem::path weightsFile(const TaskOptions& options, const spec::LoadedSpec& loaded,
                                   const std::filesystem::path& run_dir);
 std::string weightsSearched(const TaskOptions& options, const std::filesystem::path& run_dir);
@@ -83,6 +88,23 @@ class TaskReport {
   std::ostream& out_;
   std::ostream& err_;
   std::chrono::steady_clock::time_point started_;
+};
+
+// A task's output folder assembled beside its final place (".<name>.partial", the remains of a
+// task that died there removed first) and renamed into it whole (over an empty folder too):
+// removed on the way out unless moved.
+class StagingDir {
+ public:
+  explicit StagingDir(const std::filesystem::path& final_dir);
+  ~StagingDir();
+  StagingDir(const StagingDir&) = delete;
+  StagingDir& operator=(const StagingDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  void moveTo(const std::filesystem::path& final_dir);
+
+ private:
+  std::filesystem::path path_;
+  bool kept_ = false;
 };
 
 // The event writer of a task run from a spec: events on stdout and, when `run_dir` is not

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/prune/prune_rules.h"
+
 namespace mrcnn::engine {
 
 struct TaskOptions {
@@ -140,5 +142,19 @@ struct ExportOptions {
 // export whose parity fails is kept for inspection and the task exits kExitFailed.
 int runExport(const TaskOptions& options, const ExportOptions& ex, std::ostream& out,
               std::ostream& err);
+
+struct PruneTaskOptions {
+  prune::PruneOptions rules;         // TAO's -pth, -nm, -eq, -pg, -nf, -el
+  std::filesystem::path output_dir;  // a new or empty folder
+};
+
+// Prunes the spec's model with its weights (as runInference picks them) by TAO's rules
+// (engine/prune) into output_dir: model.pt (the pruned tensors under "model.", meta.json with
+// the pruned architecture) and status.json (pruning_ratio = parameters after / before,
+// param_count, size, GFLOPs before and after, every layer's kept filters). Events: start, the
+// per-layer table as a log, done with the ratio. A non-empty output_dir is refused
+// (kExitUsage); the folder appears whole or not at all.
+int runPrune(const TaskOptions& options, const PruneTaskOptions& prune_options, std::ostream& out,
+             std::ostream& err);
 
 }  // namespace mrcnn::engine

@@ -168,23 +168,33 @@ int TrainTask::run() {
       g->allReduceSum(t, "batch norm statistics");
     };
   }
-  model::MaskRCNN net(model_options);
   train::CheckpointStoreOptions store_options;
   store_options.keep_last = std::max<uint32_t>(1, s.keep_checkpoint_max());
   train::CheckpointStore store(run_dir.checkpointsDir(), store_options);
   std::optional<train::Checkpoint> resume;
+  model::MaskRCNN net(nullptr);
   try {
     resume = store.loadLatest();
     if (resume) {
+      // The run's own architecture (pruned or not) from its checkpoint's tensors.
+      model_options.conv_widths = prunedWidths(model_options, resume->model);
+      net = model::MaskRCNN(model_options);
       model::LoadOptions load;
       load.source = (store.last() ? store.last()->string() : run_dir.checkpointsDir().string());
       net->loadTorchvisionState(resume->model, load);
-    } else if (!s.checkpoint().empty()) {
-      fs::path file(s.checkpoint());
-      if (file.is_relative()) file = loaded.resolved.spec_dir / file;
-      const WeightsReport report = loadWeights(*net, file, s.skip_checkpoint_variables());
+    } else if (const fs::path file = startingWeights(loaded); !file.empty()) {
+      WeightsReport report;
+      net = loadModel(model_options, file, s.skip_checkpoint_variables(), &report);
       log("weights: " + file.string() + " (" + report.kind + ", " + std::to_string(report.loaded) +
-          " tensors, " + std::to_string(report.skipped.size()) + " skipped)");
+          " tensors, " + std::to_string(report.skipped.size()) + " skipped" +
+          (report.pruned_widths ? ", " + std::to_string(report.pruned_widths) + " pruned layers"
+                                : std::string()) +
+          ")");
+      if (!s.pruned_model_path().empty() && !s.checkpoint().empty())
+        log("checkpoint " + s.checkpoint() +
+            " not loaded: pruned_model_path gives the model and its weights");
+    } else {
+      net = model::MaskRCNN(model_options);
     }
   } catch (const std::exception& e) {
     return fail("bad_checkpoint", e.what(), kExitBadData);

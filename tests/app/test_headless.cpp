@@ -417,7 +417,8 @@ class HeadlessTest : public QObject, mrcnn::testing::TrainedRunFixture {
     const QString run = dir.filePath("runs/shapes_resnet18");
     QVERIFY2(r.err.contains("error: no checkpoint to evaluate: no --checkpoint was given, the run "
                             "directory has no " +
-                            run + "/checkpoints/last and " + spec + " sets no checkpoint"),
+                            run + "/checkpoints/last and " + spec +
+                            " sets no pruned_model_path or checkpoint"),
              qPrintable(r.err));
     QString bad;
     const auto events = eventsOf(r.out.toUtf8(), &bad);

@@ -27,6 +27,7 @@
 #include "ui/main_window/recent_panel.h"
 #include "ui/main_window/versions.h"
 #include "ui/predictions/prediction_view.h"
+#include "ui/prune/prune_flow.h"
 #include "ui/run_monitor/process_count_box.h"
 #include "ui/run_monitor/run_model.h"
 #include "ui/run_monitor/runs_view.h"
@@ -150,6 +151,14 @@ void MainWindow::addOtherViews() {
   };
   connect(runs_, &RunsView::runFinished, this, offer_evaluation);
   connect(runs_, &RunsView::runOpened, this, offer_evaluation);
+  // Prune… on a run: the dialog, the engine's prune in the run, the result; Retrain… opens
+  // the spec that retrains the pruned model.
+  prune_flow_ = new PruneFlow(runs_, this);
+  connect(prune_flow_, &PruneFlow::retrainSpecReady, this,
+          [this](const QString& spec) { openSpec(spec); });
+  connect(prune_flow_, &PruneFlow::pruneFailed, this, [this](const QString&, const QString& why) {
+    statusBar()->showMessage(tr("Prune failed: %1").arg(why), 10000);
+  });
   // The images behind a confusion cell or an error list open in Predictions.
   connect(analysis_, &AnalysisView::imagesRequested, this,
           [this](const QList<qint64>& ids, const QString& caption, const QString& results,

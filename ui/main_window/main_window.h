@@ -18,6 +18,7 @@ class AnalysisView;
 class DatasetBrowser;
 class PredictionView;
 class ProblemsView;
+class PruneFlow;
 class RecentItems;
 class RecentPanel;
 class RunsView;
@@ -59,6 +60,7 @@ class MainWindow : public QMainWindow {
   RunsView* runsView() const { return runs_; }
   PredictionView* predictionView() const { return predictions_; }
   AnalysisView* analysisView() const { return analysis_; }
+  PruneFlow* pruneFlow() const { return prune_flow_; }
   void setRunningEnginesQuestion(RunningEnginesQuestion question);
   void setStopTimeout(int ms) { stop_timeout_ms_ = ms; }
   // True between "Stop runs and quit" and the last engine ending.
@@ -89,6 +91,7 @@ class MainWindow : public QMainWindow {
   PredictionView* predictions_ = nullptr;
   WarningReview* warnings_ = nullptr;
   AnalysisView* analysis_ = nullptr;
+  PruneFlow* prune_flow_ = nullptr;
   RecentItems* recent_;
   QTabWidget* tabs_;
   QWidget* views_[kViewCount] = {};

@@ -53,7 +53,7 @@ QStringList EngineProcess::arguments(const Options& options) {
   if (!options.run_dir.isEmpty()) args << "--run-dir" << options.run_dir;
   for (const QString& o : options.overrides)
     args << "--set" << o;
-  return args;
+  return args + options.task_arguments;
 }
 
 EngineProcess::Command EngineProcess::command(const Options& options) {

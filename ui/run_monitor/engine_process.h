@@ -28,8 +28,9 @@ class EngineProcess : public QObject {
     QString spec_path;
     QString task = QStringLiteral("train");
     QString run_dir;
-    QStringList overrides;   // "path.to.field=value", each passed as --set
-    int nproc_per_node = 1;  // engine processes (ranks) on this machine; > 1 runs the launcher
+    QStringList overrides;       // "path.to.field=value", each passed as --set
+    QStringList task_arguments;  // the task's own options, after the others (--output-dir ...)
+    int nproc_per_node = 1;      // engine processes (ranks) on this machine; > 1 runs the launcher
   };
 
   // What start() runs: a program and its arguments.
@@ -47,7 +48,7 @@ class EngineProcess : public QObject {
   // The launcher of data-parallel runs: $MRCNN_WORKBENCH, else mrcnn-workbench beside
   // enginePath().
   static QString launcherPath();
-  // The engine's arguments (--spec, --task, --run-dir, --set...).
+  // The engine's arguments (--spec, --task, --run-dir, --set..., the task's).
   static QStringList arguments(const Options& options);
   // The engine with arguments(), or for nproc_per_node > 1 the launcher with
   // --headless --raw-events --nproc-per-node N before them. Starts nothing.

@@ -194,7 +194,7 @@ EngineProcess* RunsView::ensureProcess(Run& run) {
 }
 
 void RunsView::startRun(const QString& specPath, const QString& task, const QString& runDir,
-                        const QStringList& overrides) {
+                        const QStringList& overrides, const QStringList& taskArguments) {
   const QString dir =
       runDir.isEmpty() ? QString() : QDir::cleanPath(QFileInfo(runDir).absoluteFilePath());
   int row = dir.isEmpty() ? -1 : rowOf(dir);
@@ -226,6 +226,7 @@ void RunsView::startRun(const QString& specPath, const QString& task, const QStr
   options.task = task.isEmpty() ? QStringLiteral("train") : task;
   options.run_dir = dir;
   options.overrides = overrides;
+  options.task_arguments = taskArguments;
   if (options.task == QLatin1String("train")) options.nproc_per_node = train_processes_;
   ensureProcess(run)->start(options);
   selectRows({row});
@@ -430,6 +431,7 @@ void RunsView::updateCurrentPanel(bool full_log) {
     progress_->setFormat(QString());
     stop_->setEnabled(false);
     resume_->setEnabled(false);
+    prune_->setEnabled(false);
     log_->clear();
     shown_log_run_ = -1;
     return;
@@ -469,6 +471,8 @@ void RunsView::updateCurrentPanel(bool full_log) {
   resume_->setEnabled(
       !running && !run->dir.isEmpty() && trainable &&
       (st == RunStatus::Stopped || st == RunStatus::Failed || st == RunStatus::Crashed));
+  prune_->setEnabled(!running && !run->dir.isEmpty() && !m.lastCheckpoint().isEmpty() &&
+                     QFileInfo::exists(QDir(run->dir).filePath(QStringLiteral("spec.txt"))));
 
   // The log grows by appending; a different run replaces it.
   const QStringList& lines = m.log();
@@ -534,6 +538,9 @@ bool RunsView::stopEnabled() const {
 }
 bool RunsView::resumeEnabled() const {
   return resume_->isEnabled();
+}
+bool RunsView::pruneEnabled() const {
+  return prune_->isEnabled();
 }
 
 bool RunsView::exportPng(const QString& path, QString* error) {

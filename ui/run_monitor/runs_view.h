@@ -82,6 +82,7 @@ class RunsView : public QWidget {
   QString progressText() const;
   bool stopEnabled() const;
   bool resumeEnabled() const;
+  bool pruneEnabled() const;
 
   // The plots as one image, and the selected runs' series as CSV (see series_csv.h).
   bool exportPng(const QString& path, QString* error = nullptr);
@@ -91,9 +92,10 @@ class RunsView : public QWidget {
   // Runs `mrcnn-engine --spec specPath --task task --run-dir runDir [--set o]...` and follows
   // it. A run directory that already has events (train resuming) shows its earlier curves too.
   // Resume passes the same overrides again (the spec as run already holds them). `train`
-  // runs trainProcesses() processes.
+  // runs trainProcesses() processes. `taskArguments` are the task's own options (a prune's
+  // --output-dir and rules).
   void startRun(const QString& specPath, const QString& task, const QString& runDir,
-                const QStringList& overrides = {});
+                const QStringList& overrides = {}, const QStringList& taskArguments = {});
   // Reopens a run from <runDir>/events.jsonl (a warning per bad line goes to its log).
   void openRun(const QString& runDir);
   void stopCurrent();  // graceful stop; a second call kills
@@ -107,6 +109,8 @@ class RunsView : public QWidget {
 
  signals:
   void runStarted(const QString& runDir);
+  // The Prune button: the current run (which has a checkpoint) is to be pruned.
+  void pruneRequested(const QString& runDir);
   void runFinished(const QString& runDir);
   void runOpened(const QString& runDir);
   void allEnginesStopped();
@@ -148,6 +152,7 @@ class RunsView : public QWidget {
   QProgressBar* progress_ = nullptr;
   QPushButton* stop_ = nullptr;
   QPushButton* resume_ = nullptr;
+  QPushButton* prune_ = nullptr;
   QSlider* smoothing_slider_ = nullptr;
   QLabel* smoothing_label_ = nullptr;
   QCheckBox* log_scale_ = nullptr;

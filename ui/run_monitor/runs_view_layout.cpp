@@ -89,10 +89,17 @@ void RunsView::buildUi() {
   resume_ = new QPushButton(tr("Resume"), left);
   resume_->setToolTip(tr("Train again on this run directory from its last checkpoint"));
   connect(resume_, &QPushButton::clicked, this, &RunsView::resumeCurrent);
+  prune_ = new QPushButton(tr("Prune…"), left);
+  prune_->setToolTip(
+      tr("Prune this run's model with TAO's rules into a new folder, then retrain it"));
+  connect(prune_, &QPushButton::clicked, this, [this] {
+    if (current_ >= 0) emit pruneRequested(runDir(current_));
+  });
   buttons->addWidget(open);
   buttons->addStretch();
   buttons->addWidget(stop_);
   buttons->addWidget(resume_);
+  buttons->addWidget(prune_);
   left_layout->addLayout(buttons);
 
   // Right: controls, status, progress, the plots, the log.

@@ -54,7 +54,8 @@ class CheckpointHook : public TrainHook {
     c.epoch = s.epoch;
     c.data_position = s.position;
     c.model = net_.torchvisionState();
-    for (auto& [k, v] : c.model) v = v.cpu();
+    for (auto& [k, v] : c.model)
+      v = v.cpu();
     c.rng = captureRng();
     if (parallel_ != nullptr) {
       // The replicas must hold the same weights: a difference is a bug or a broken rank.
@@ -78,6 +79,10 @@ class CheckpointHook : public TrainHook {
     if (!events_.active()) return;  // rank 0 writes
     c.optimizer = solver_.stateDict();
     c.loss_scaler = scaler_.stateDict();
+    // A pruned model's architecture, for people and tools (the engine reads it from the
+    // tensors' shapes).
+    if (!net_.options().conv_widths.empty())
+      c.extra_json = "{\"conv_widths\":" + model::convWidthsJson(net_.options().conv_widths) + "}";
     const std::filesystem::path path = store_.save(c, metric);
     const bool best = metric && store_.best() && store_.best()->filename() == path.filename();
     events_.write(checkpointEvent(path.string(), s.step, best));

@@ -3,8 +3,12 @@
 // on Stop with a checkpoint, resumes on Resume from that step to the end without repeating a
 // step; the Predictions view runs inference with the run's checkpoint on a shapes image and
 // shows its detections, filtered by the score slider; the finished run reopened from its
-// events.jsonl has the same series. The test functions run in order and share the one run.
+// events.jsonl has the same series; Prune… on the run (TAO's parameters in the dialog) prunes
+// it through the engine, the result dialog shows the ratio and the per-layer table, and
+// Retrain… writes a spec that trains the pruned model, which the view then runs. The test
+// functions run in order and share the one run.
 // Skipped when the engine is not built (MRCNN_BIN_DIR/mrcnn-engine).
+#include <QApplication>
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
@@ -14,7 +18,9 @@
 #include <QJsonObject>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QTableWidget>
 #include <QTemporaryDir>
+#include <QTimer>
 #include <QtTest>
 #include <algorithm>
 #include <cmath>
@@ -22,6 +28,9 @@
 
 #include "ui/common/image_view.h"
 #include "ui/predictions/prediction_view.h"
+#include "ui/prune/prune_dialog.h"
+#include "ui/prune/prune_flow.h"
+#include "ui/prune/prune_result.h"
 #include "ui/run_monitor/engine_process.h"
 #include "ui/run_monitor/run_model.h"
 #include "ui/run_monitor/run_plot.h"
@@ -307,6 +316,84 @@ class EngineRunsTest : public QObject {
     }
     reopened.refreshNow();
     QCOMPARE(reopened.plot("loss_total")->drawnPoints(0, 0).size(), kTotalSteps);
+  }
+
+  // Prune… → dialog (TAO's defaults, a non-empty folder refused) → the engine's prune in the
+  // run → the result (ratio, one table row a layer) → Retrain… → the spec → training it.
+  void pruneAndRetrainFromTheRunsView() {
+    if (!view_ || checkpoint_.isEmpty()) QSKIP("no run: the training test failed");
+    QElapsedTimer clock;
+    clock.start();
+    view_->selectRows({view_->rowOf(run_dir_)});
+    QVERIFY(view_->pruneEnabled());
+    PruneFlow flow(view_.get(), view_.get());
+    QCOMPARE(flow.checkpointOf(run_dir_), checkpoint_);
+    const QString out = dir_.filePath("pruned");
+    QDir().mkpath(dir_.filePath("taken"));
+    QFile taken(dir_.filePath("taken/file"));
+    QVERIFY(taken.open(QIODevice::WriteOnly));
+    taken.close();
+    QString dialog_problem;
+    PruneDialog::Values defaults;
+    // The modal dialog as a user fills it: a folder with a file in it first (refused), then
+    // a new one and a threshold that prunes this barely trained model.
+    QTimer::singleShot(0, this, [&] {
+      auto* d = qobject_cast<PruneDialog*>(QApplication::activeModalWidget());
+      if (!d) return;
+      defaults = d->values();
+      PruneDialog::Values v = d->values();
+      v.output_dir = dir_.filePath("taken");
+      d->setValues(v);
+      d->accept();
+      dialog_problem = d->problemText();
+      v.output_dir = out;
+      v.threshold = 0.9;
+      v.granularity = 4;
+      v.min_filters = 8;
+      d->setValues(v);
+      d->accept();
+    });
+    QSignalSpy finished(view_.get(), &RunsView::runFinished);
+    button(view_.get(), "Prune…")->click();
+    QCOMPARE(defaults.threshold, 0.1);
+    QCOMPARE(defaults.normalizer, QString("max"));
+    QCOMPARE(defaults.equalization, QString("union"));
+    QCOMPARE(defaults.granularity, 8);
+    QCOMPARE(defaults.min_filters, 16);
+    QVERIFY(defaults.output_dir.startsWith(run_dir_ + "/pruned/"));
+    QVERIFY2(dialog_problem.contains("is not empty"), qPrintable(dialog_problem));
+    QVERIFY(finished.wait(kStepTimeoutMs));
+    const RunModel* m = view_->run(view_->rowOf(run_dir_));
+    QCOMPARE(m->task(), QString("prune"));
+    QVERIFY2(m->status() == RunStatus::Ok, qPrintable(view_->logText()));
+    QVERIFY(view_->logText().contains("kept filters per layer"));
+    QTRY_VERIFY_WITH_TIMEOUT(flow.resultDialog() != nullptr, 5000);
+    const std::optional<PruneStatus> status = readPruneStatus(out);
+    QVERIFY(status);
+    QVERIFY(status->pruning_ratio < 1.0);
+    QCOMPARE(flow.resultDialog()->table()->rowCount(), 1 + 4 * 2 + 3 + 1 + 4);
+    QVERIFY(flow.resultDialog()->summaryText().contains(
+        QString("pruning ratio %1").arg(status->pruning_ratio, 0, 'f', 3)));
+
+    QSignalSpy spec_ready(&flow, &PruneFlow::retrainSpecReady);
+    flow.resultDialog()->retrain();
+    QCOMPARE(spec_ready.count(), 1);
+    const QString spec = spec_ready.first().first().toString();
+    QCOMPARE(spec, out + "/retrain_spec.txt");
+    QFile spec_file(spec);
+    QVERIFY(spec_file.open(QIODevice::ReadOnly));
+    const QString text = QString::fromUtf8(spec_file.readAll());
+    QVERIFY2(text.contains("pruned_model_path: \"" + out + "/model.pt\""), qPrintable(text));
+    QVERIFY2(text.contains("run_name: \"tiny_retrain\""), qPrintable(text));
+
+    // The retrain spec runs as any spec: the pruned model trains on.
+    const QString retrain_dir = dir_.filePath("runs/tiny_retrain");
+    view_->startRun(spec, "train", retrain_dir, {"total_steps=2", "num_steps_per_eval=2"});
+    QVERIFY(finished.wait(3 * kStepTimeoutMs));
+    const RunModel* r = view_->run(view_->rowOf(retrain_dir));
+    QVERIFY2(r && r->status() == RunStatus::Ok, qPrintable(view_->logText()));
+    QVERIFY2(r->log().join('\n').contains("pruned layers"), qPrintable(r->log().join('\n')));
+    qInfo("prune and retrain from the Runs view: %.1f s", clock.elapsed() / 1000.0);
   }
 
   void cleanupTestCase() { view_.reset(); }

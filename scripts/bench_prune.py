@@ -1,0 +1,271 @@
+#!/usr/bin/env python3
+"""What pruning buys (issue 17's table): the default shapes spec trained to its end, pruned at
+several thresholds with `--task prune`, each pruned model evaluated before and after
+retraining, and its CPU inference timed on the same validation images; then torchvision's
+ResNet-50 FPN architecture (specs/coco_torchvision_r50.txt) pruned at two thresholds for its
+parameters, GFLOPs and CPU latency.
+
+    .venv/bin/python scripts/bench_prune.py [--work DIR] [--base-run RUN_DIR]
+        [--thresholds 0.1,0.3,0.5,0.7] [--retrain-steps 530] [--quiet-load L] [--write]
+        [--skip-shapes] [--skip-r50]
+
+Needs build/bin/mrcnn-workbench, build/bin/mrcnn-engine and build/engine/bench_backends
+(`ninja -C build bench_backends`). Without --base-run it first trains the default spec to its
+end (about 20 minutes on a quiet 2-core machine) into WORK/runs. Retraining: the pruned model
+through pruned_model_path for --retrain-steps steps at the base run's final learning rate
+(0.002 after its decay), no early stop; the unpruned model retrained the same way is the
+control. Latency: bench_backends' LibTorch fp32 backend, every validation image alone (file
+decoding and mask pasting included), median over --iters rounds. With --write the sections
+"Pruning on shapes" and "Pruning ResNet-50 FPN" of docs/BENCHMARKS.md are replaced. Run by
+hand on a quiet machine; not a test.
+"""
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from bench_doc import cpu_name, replace_section, wait_quiet
+
+ROOT = Path(__file__).resolve().parent.parent
+SHAPES_SECTION = "## Pruning on shapes"
+R50_SECTION = "## Pruning ResNet-50 FPN"
+
+
+def run(cmd, **kw):
+    print("+", " ".join(str(c) for c in cmd), flush=True)
+    done = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
+    if done.returncode != 0:
+        sys.exit(f"failed ({done.returncode}): {' '.join(map(str, cmd))}\n{done.stdout[-3000:]}\n"
+                 f"{done.stderr[-3000:]}")
+    return done.stdout
+
+
+def events(text):
+    out = []
+    for line in text.splitlines():
+        if line.startswith("{"):
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                pass
+    return out
+
+
+def last_eval(text):
+    evals = [e for e in events(text) if e.get("type") == "eval"]
+    if not evals:
+        sys.exit("no eval event in:\n" + text[-2000:])
+    e = evals[-1]
+    return e["bbox"]["stats"][0], e["segm"]["stats"][0], int(e.get("step", 0))
+
+
+def checkpoint_of(run_dir):
+    last = Path(run_dir) / "checkpoints" / "last"
+    name = last.read_text().splitlines()[0].strip()
+    return Path(run_dir) / "checkpoints" / name
+
+
+def latency_ms(args, spec, weights, images, out):
+    out.mkdir(parents=True, exist_ok=True)
+    text = run([args.bench, "--spec", spec, "--checkpoint", weights, "--images", images,
+                "--only", "ours_libtorch_fp32", "--warmup", "1", "--iters", str(args.iters),
+                "--out", out])
+    for line in text.splitlines():
+        row = json.loads(line)
+        if row.get("name") == "ours_libtorch_fp32":
+            return row["median_ms"]
+    sys.exit("bench_backends printed no LibTorch row:\n" + text)
+
+
+def prune(args, spec, weights, out, threshold, run_dir=None):
+    cmd = [args.engine, "--spec", spec, "--task", "prune", "--checkpoint", weights,
+           "--output-dir", out, "--pruning-threshold", str(threshold)]
+    if run_dir:
+        cmd += ["--run-dir", run_dir]
+    run(cmd)
+    return json.loads((Path(out) / "status.json").read_text())
+
+
+def evaluate(args, spec, weights, run_dir):
+    return last_eval(run([args.engine, "--spec", spec, "--task", "evaluate", "--checkpoint",
+                          weights, "--run-dir", run_dir]))
+
+
+def retrain(args, spec, weights, runs, name):
+    sets = {"pruned_model_path": weights, "output_dir": runs, "run_name": name,
+            "total_steps": args.retrain_steps, "warmup_steps": 50, "warmup_learning_rate": 0.0002,
+            "init_learning_rate": 0.002, "learning_rate_steps": f"[{args.retrain_steps + 1}]",
+            "learning_rate_decay_levels": "[0.1]", "target_bbox_map": 0, "target_segm_map": 0,
+            "num_steps_per_eval": args.retrain_steps, "save_checkpoints_steps": args.retrain_steps}
+    cmd = [args.workbench, "--headless", spec, "--raw-events"]
+    for k, v in sets.items():
+        cmd += ["--set", f"{k}={v}"]
+    return last_eval(run(cmd))
+
+
+def shapes(args, work):
+    spec_src = ROOT / "specs/shapes_resnet18.txt"
+    base = Path(args.base_run) if args.base_run else work / "runs/shapes_resnet18"
+    if not args.base_run:
+        wait_quiet(args.quiet_load)
+        run([args.workbench, "--headless", spec_src, "--set", f"output_dir={work / 'runs'}",
+             "--set", f"data_config.shapes_dataset.root={work / 'shapes'}"])
+    spec = base / "spec.txt"
+    weights = checkpoint_of(base)
+    # The validation images of the run's shapes dataset (the spec as run names its root).
+    root = next(l for l in spec.read_text().splitlines() if l.strip().startswith("root:"))
+    images = Path(root.split('"')[1]) / "images/val"
+    rows = []
+    wait_quiet(args.quiet_load)
+    b_bbox, b_segm, b_step = evaluate(args, spec, weights, work / "eval/base")
+    base_status = prune(args, spec, weights, work / "pruned/control", 0.0)  # nothing removed
+    base_ms = latency_ms(args, spec, weights, images, work / "latency/base")
+    rows.append({"threshold": "unpruned", "ratio": 1.0,
+                 "params": base_status["before"]["param_count"],
+                 "gflops": base_status["before"]["gflops"], "ms": base_ms, "bbox": b_bbox,
+                 "segm": b_segm})
+    r_bbox, r_segm, _ = retrain(args, spec, weights, work / "runs", "retrain_control")
+    rows[-1].update({"bbox_retrained": r_bbox, "segm_retrained": r_segm})
+    for t in args.thresholds:
+        out = work / f"pruned/pth{t}"
+        status = prune(args, spec, weights, out, t)
+        model = out / "model.pt"
+        bbox, segm, _ = evaluate(args, spec, model, work / f"eval/pth{t}")
+        ms = latency_ms(args, spec, model, images, work / f"latency/pth{t}")
+        r_bbox, r_segm, _ = retrain(args, spec, model, work / "runs", f"retrain_pth{t}")
+        rows.append({"threshold": t, "ratio": status["pruning_ratio"],
+                     "params": status["param_count"], "gflops": status["gflops"], "ms": ms,
+                     "bbox": bbox, "segm": segm, "bbox_retrained": r_bbox,
+                     "segm_retrained": r_segm})
+        print(json.dumps(rows[-1]), flush=True)
+    return rows, {"base_step": b_step, "images": len(list(images.glob("*"))),
+                  "size": base_status["gflops_at"]}
+
+
+def r50(args, work):
+    """torchvision's architecture with seeded random weights whose filters have spread norms
+    (as a trained model's), pruned at two thresholds."""
+    weights = work / "r50/random_state.pt"
+    weights.parent.mkdir(parents=True, exist_ok=True)
+    run([sys.executable, "-c", f"""
+import torch, torchvision
+torch.manual_seed(0)
+m = torchvision.models.detection.maskrcnn_resnet50_fpn(weights=None, weights_backbone=None)
+with torch.no_grad():
+    for n, p in m.named_parameters():
+        if p.dim() == 4:
+            p.mul_(torch.empty(p.shape[0], 1, 1, 1).uniform_(0.05, 1.0))
+torch.save(m.state_dict(), {str(weights)!r})
+"""])
+    spec = ROOT / "specs/coco_torchvision_r50.txt"
+    images = Path(os.environ.get("MRCNN_SHARED_DIR", ROOT.parent / "shared")) / \
+        "data/tinycoco/images/val2017"
+    rows = []
+    wait_quiet(args.quiet_load)
+    control = prune(args, spec, weights, work / "r50/pth0", 0.0)
+    rows.append({"threshold": "unpruned", "ratio": 1.0, "params": control["before"]["param_count"],
+                 "gflops": control["before"]["gflops"],
+                 "ms": latency_ms(args, spec, weights, images, work / "r50/latency/base")})
+    for t in args.r50_thresholds:
+        status = prune(args, spec, weights, work / f"r50/pth{t}", t)
+        rows.append({"threshold": t, "ratio": status["pruning_ratio"],
+                     "params": status["param_count"], "gflops": status["gflops"],
+                     "ms": latency_ms(args, spec, work / f"r50/pth{t}/model.pt", images,
+                                      work / f"r50/latency/pth{t}")})
+        print(json.dumps(rows[-1]), flush=True)
+    return rows, {"images": len(list(images.glob("*.jpg"))), "size": control["gflops_at"]}
+
+
+def flags():
+    text = Path("/proc/cpuinfo").read_text()
+    line = next((l for l in text.splitlines() if l.startswith("flags")), "")
+    have = [f for f in ("avx512f", "avx512_bf16", "amx_bf16", "amx_tile") if f in line.split()]
+    return ", ".join(have) or "no AVX-512"
+
+
+def shapes_section(rows, info, args):
+    base = rows[0]
+    lines = [SHAPES_SECTION, "",
+             f"`scripts/bench_prune.py` on {cpu_name()}, {os.cpu_count()} cores ({flags()}), "
+             f"{datetime.date.today()}: the default spec (`shapes_resnet18.txt`) trained to its "
+             f"end (step {info['base_step']}), pruned by `--task prune` at each threshold "
+             "(TAO's defaults otherwise: max normalizer, union, granularity 8, at least 16 "
+             f"filters), evaluated on its {info['images']} validation images before and after "
+             f"retraining {args.retrain_steps} steps (pruned_model_path, learning rate 0.002, "
+             "batch 4; the unpruned model retrained the same way is the control). GFLOPs at "
+             f"{info['size']['image_height']}x{info['size']['image_width']} with "
+             f"{info['size']['rois']} RoIs and {info['size']['detections']} detections (2 per "
+             "multiply-add). CPU: the engine's LibTorch fp32 inference, one image at a time "
+             "(decoding and mask pasting included), median.", "",
+             "| threshold | pruning ratio | parameters | GFLOPs | CPU ms/image | speed-up | bbox AP | "
+             "segm AP | bbox AP retrained | segm AP retrained |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        lines.append(
+            f"| {r['threshold']} | {r['ratio']:.3f} | {r['params']:,} | {r['gflops']:.2f} | "
+            f"{r['ms']:.1f} | {base['ms'] / r['ms']:.2f}x | {r['bbox']:.3f} | {r['segm']:.3f} | "
+            f"{r['bbox_retrained']:.3f} | {r['segm_retrained']:.3f} |")
+    return "\n".join(lines) + "\n"
+
+
+def r50_section(rows, info):
+    base = rows[0]
+    lines = [R50_SECTION, "",
+             f"`scripts/bench_prune.py` on {cpu_name()}, {os.cpu_count()} cores ({flags()}), "
+             f"{datetime.date.today()}: torchvision's maskrcnn_resnet50_fpn architecture "
+             "(`specs/coco_torchvision_r50.txt`, 91 classes) with seeded random weights whose "
+             "filters were scaled by factors in [0.05, 1] (a trained model's norms differ; a "
+             "fresh initialisation's do not), pruned at two thresholds. GFLOPs at "
+             f"{info['size']['image_height']}x{info['size']['image_width']} with "
+             f"{info['size']['rois']} RoIs and {info['size']['detections']} detections. CPU: "
+             f"median over the {info['images']} tinycoco photos, one at a time (random weights "
+             "detect little, so mask pasting costs less than with a trained model).", "",
+             "| threshold | pruning ratio | parameters | GFLOPs | CPU ms/image | speed-up |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        lines.append(f"| {r['threshold']} | {r['ratio']:.3f} | {r['params']:,} | "
+                     f"{r['gflops']:.1f} | {r['ms']:.0f} | {base['ms'] / r['ms']:.2f}x |")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--work", default="/tmp/bench_prune")
+    p.add_argument("--base-run")
+    p.add_argument("--thresholds", default="0.1,0.3,0.5,0.7")
+    p.add_argument("--r50-thresholds", default="0.3,0.5")
+    p.add_argument("--retrain-steps", type=int, default=530)
+    p.add_argument("--iters", type=int, default=3)
+    p.add_argument("--workbench", default=str(ROOT / "build/bin/mrcnn-workbench"))
+    p.add_argument("--engine", default=str(ROOT / "build/bin/mrcnn-engine"))
+    p.add_argument("--bench", default=str(ROOT / "build/engine/bench_backends"))
+    p.add_argument("--quiet-load", type=float)
+    p.add_argument("--write", action="store_true")
+    p.add_argument("--skip-shapes", action="store_true")
+    p.add_argument("--skip-r50", action="store_true")
+    args = p.parse_args()
+    args.thresholds = [float(t) for t in args.thresholds.split(",")]
+    args.r50_thresholds = [float(t) for t in args.r50_thresholds.split(",")]
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    if not args.skip_shapes:
+        rows, info = shapes(args, work)
+        text = shapes_section(rows, info, args)
+        print(text)
+        (work / "shapes_section.md").write_text(text)
+        if args.write:
+            replace_section(SHAPES_SECTION, text)
+    if not args.skip_r50:
+        rows, info = r50(args, work)
+        text = r50_section(rows, info)
+        print(text)
+        (work / "r50_section.md").write_text(text)
+        if args.write:
+            replace_section(R50_SECTION, text)
+
+
+if __name__ == "__main__":
+    main()

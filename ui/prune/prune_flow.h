@@ -1,0 +1,53 @@
+// Prune from the GUI, start to end: the Runs view's Prune… opens the dialog for the current
+// run's checkpoint (its best, else its last); the prune runs as an engine task in the run's
+// directory (the Runs view follows it: its log shows the per-layer table); when it ends well
+// the result dialog shows the ratio and the table, and its Retrain… hands a retrain spec to
+// whoever opens specs (the main window's editor).
+#pragma once
+
+#include <QHash>
+#include <QObject>
+#include <QPointer>
+#include <QString>
+
+#include "ui/prune/prune_dialog.h"
+
+namespace mrcnn::ui {
+
+class PruneResultDialog;
+class RunsView;
+
+class PruneFlow : public QObject {
+  Q_OBJECT
+
+ public:
+  // `window` parents the dialogs.
+  PruneFlow(RunsView* runs, QWidget* window);
+
+  // The checkpoint a prune of the run uses: its best, else its last (absolute); empty when
+  // the Runs view does not list it or it has none.
+  QString checkpointOf(const QString& runDir) const;
+  // Starts the prune of the run with these values (what the dialog's OK does).
+  void startPrune(const QString& runDir, const PruneDialog::Values& values);
+  // The result dialog of the last prune that ended well (null before; a test reads it).
+  PruneResultDialog* resultDialog() const { return result_; }
+
+ public slots:
+  // The dialog for the run, then startPrune.
+  void requestPrune(const QString& runDir);
+
+ signals:
+  void retrainSpecReady(const QString& specPath);
+  // A prune ended without a result to show (the engine failed, status.json unreadable).
+  void pruneFailed(const QString& runDir, const QString& why);
+
+ private:
+  void onRunFinished(const QString& runDir);
+
+  RunsView* runs_;
+  QWidget* window_;
+  QHash<QString, QString> pending_;  // run dir -> the prune's output folder
+  QPointer<PruneResultDialog> result_;
+};
+
+}  // namespace mrcnn::ui
