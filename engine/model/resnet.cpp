@@ -201,8 +201,8 @@ ResNetImpl::ResNetImpl(ResNetOptions options) : options_(std::move(options)) {
     auto layer = register_module(layer_name, std::make_shared<torch::nn::Module>());
     for (int b = 0; b < layout.blocks[static_cast<size_t>(s)]; ++b) {
       const int64_t stride = b == 0 && s > 0 ? 2 : 1;
-      // Where a projection is is the depth's layout (torchvision's rule on the standard
-      // widths), whatever the pruning did to the widths.
+      // Which blocks have a projection follows the depth's layout (torchvision's rule on the
+      // standard widths), whatever pruning did to the widths.
       const bool projection = stride != 1 || standard_in != standard_out;
       auto block =
           std::make_shared<ResidualBlock>(options_, layer_name + "." + std::to_string(b),

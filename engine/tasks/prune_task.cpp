@@ -6,7 +6,8 @@
 // the plan over the weights engine/prune/prune_plan.h.
 #include <ATen/ATen.h>
 
-#include <cstdio>
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <iomanip>
 #include <ostream>

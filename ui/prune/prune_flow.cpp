@@ -23,6 +23,10 @@ QString PruneFlow::checkpointOf(const QString& runDir) const {
   return name.isEmpty() ? QString() : QDir(runDir).absoluteFilePath(name);
 }
 
+PruneResultDialog* PruneFlow::resultDialog() const {
+  return result_;
+}
+
 void PruneFlow::requestPrune(const QString& runDir) {
   const QString checkpoint = checkpointOf(runDir);
   if (checkpoint.isEmpty()) return;

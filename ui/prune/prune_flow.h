@@ -30,7 +30,7 @@ class PruneFlow : public QObject {
   // Starts the prune of the run with these values (what the dialog's OK does).
   void startPrune(const QString& runDir, const PruneDialog::Values& values);
   // The result dialog of the last prune that ended well (null before; a test reads it).
-  PruneResultDialog* resultDialog() const { return result_; }
+  PruneResultDialog* resultDialog() const;
 
  public slots:
   // The dialog for the run, then startPrune.

@@ -347,7 +347,7 @@ class EngineRunsTest : public QObject {
       d->accept();
       dialog_problem = d->problemText();
       v.output_dir = out;
-      v.threshold = 0.9;
+      v.threshold = 0.95;
       v.granularity = 4;
       v.min_filters = 8;
       d->setValues(v);
