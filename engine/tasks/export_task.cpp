@@ -260,22 +260,9 @@ int exportModel(const TaskOptions& options, const ExportOptions& ex, const spec:
 
 int runExport(const TaskOptions& options, const ExportOptions& ex, std::ostream& out,
               std::ostream& err) {
-  const std::optional<spec::LoadedSpec> maybe = loadSpecReporting(options, err);
-  if (!maybe) return kExitBadSpec;
-  const fs::path run_dir = runDirectory(options, *maybe);
-  std::error_code ec;
-  const bool has_run_dir = !options.run_dir.empty() || fs::is_directory(run_dir, ec);
-  std::unique_ptr<train::EventWriter> events =
-      openTaskEvents(has_run_dir ? run_dir : fs::path(), err);
-  if (!events) return kExitBadData;
-  out.flush();
-  TaskReport report(events.get(), out, err);
-  try {
-    return exportModel(options, ex, *maybe, run_dir, has_run_dir, report);
-  } catch (const std::exception& e) {
-    err << "error: " << e.what() << '\n';
-    return exitCodeFor(e, kExitFailed);
-  }
+  return runModelTask(options, out, err, [&](const ModelTaskContext& c) {
+    return exportModel(options, ex, c.loaded, c.run_dir, c.has_run_dir, c.report);
+  });
 }
 
 }  // namespace mrcnn::engine

@@ -267,22 +267,9 @@ int pruneModel(const TaskOptions& options, const PruneTaskOptions& prune_options
 
 int runPrune(const TaskOptions& options, const PruneTaskOptions& prune_options, std::ostream& out,
              std::ostream& err) {
-  const std::optional<spec::LoadedSpec> maybe = loadSpecReporting(options, err);
-  if (!maybe) return kExitBadSpec;
-  const fs::path run_dir = runDirectory(options, *maybe);
-  std::error_code ec;
-  const bool has_run_dir = !options.run_dir.empty() || fs::is_directory(run_dir, ec);
-  std::unique_ptr<train::EventWriter> events =
-      openTaskEvents(has_run_dir ? run_dir : fs::path(), err);
-  if (!events) return kExitBadData;
-  out.flush();
-  TaskReport report(events.get(), out, err);
-  try {
-    return pruneModel(options, prune_options, *maybe, run_dir, has_run_dir, report);
-  } catch (const std::exception& e) {
-    err << "error: " << e.what() << '\n';
-    return exitCodeFor(e, kExitFailed);
-  }
+  return runModelTask(options, out, err, [&](const ModelTaskContext& c) {
+    return pruneModel(options, prune_options, c.loaded, c.run_dir, c.has_run_dir, c.report);
+  });
 }
 
 }  // namespace mrcnn::engine

@@ -125,6 +125,26 @@ fs::path weightsFile(const TaskOptions& options, const spec::LoadedSpec& loaded,
   return startingWeights(loaded);
 }
 
+int runModelTask(const TaskOptions& options, std::ostream& out, std::ostream& err,
+                 const std::function<int(const ModelTaskContext&)>& task) {
+  const std::optional<spec::LoadedSpec> loaded = loadSpecReporting(options, err);
+  if (!loaded) return kExitBadSpec;
+  const fs::path run_dir = runDirectory(options, *loaded);
+  std::error_code ec;
+  const bool has_run_dir = !options.run_dir.empty() || fs::is_directory(run_dir, ec);
+  std::unique_ptr<train::EventWriter> events =
+      openTaskEvents(has_run_dir ? run_dir : fs::path(), err);
+  if (!events) return kExitBadData;
+  out.flush();
+  TaskReport report(events.get(), out, err);
+  try {
+    return task({*loaded, run_dir, has_run_dir, report});
+  } catch (const std::exception& e) {
+    err << "error: " << e.what() << '\n';
+    return exitCodeFor(e, kExitFailed);
+  }
+}
+
 StagingDir::StagingDir(const fs::path& final_dir)
     : path_(final_dir.parent_path() / ("." + final_dir.filename().string() + ".partial")) {
   std::error_code ec;

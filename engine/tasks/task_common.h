@@ -6,6 +6,7 @@
 #include <chrono>
 #include <exception>
 #include <filesystem>
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <optional>
@@ -112,6 +113,23 @@ class StagingDir {
 // `err` (the caller exits with kExitBadData).
 std::unique_ptr<train::EventWriter> openTaskEvents(const std::filesystem::path& run_dir,
                                                    std::ostream& err);
+
+// Where a task on the spec's model reports: the spec as loaded, its run directory, whether
+// that exists (or was given: its events.jsonl and log.txt then get the events too) and the
+// report.
+struct ModelTaskContext {
+  const spec::LoadedSpec& loaded;
+  std::filesystem::path run_dir;
+  bool has_run_dir = false;
+  TaskReport& report;
+};
+
+// Runs a task on the spec's model (export, prune): loads the spec (kExitBadSpec when it has
+// errors), opens the events (kExitBadData when they cannot be written), runs `task`; an
+// exception escaping it is reported with its exit code (a full disk kExitBadData, else
+// kExitFailed).
+int runModelTask(const TaskOptions& options, std::ostream& out, std::ostream& err,
+                 const std::function<int(const ModelTaskContext&)>& task);
 
 // A full disk (io::DiskFullError) is the same failure wherever it happens: exit code
 // kExitBadData, event code "disk_full", the message naming the folder and the space needed.

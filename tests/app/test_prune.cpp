@@ -2,7 +2,7 @@
 // and status.json as a Python user reads them, the per-layer table in the events, a
 // non-empty folder and bad options refused without touching anything; then the pruned
 // model retrained through pruned_model_path, and evaluate, inference, resume, export and a
-// second prune on the retrained run.
+// second prune on the retrained run. The functions run in order and share the prunes.
 #include <QCryptographicHash>
 #include <QDir>
 #include <QJsonArray>
@@ -42,17 +42,29 @@ class PruneTest : public QObject, mrcnn::testing::TrainedRunFixture {
   QTemporaryDir out_;
   QString pruned_;  // the first prune's folder
 
+  // The overrides that retrain the first prune's model for `steps` steps in runs/retrained.
+  QStringList retrainArgs(int steps) const {
+    return {"--set", "pruned_model_path=" + pruned_ + "/model.pt", "--set", "run_name=retrained",
+            "--set", QString("total_steps=%1").arg(steps)};
+  }
+
   // The trained run pruned into `dir` (an engine run).
   Run prune(const QString& dir, const QStringList& more = {}) {
     return engine(engineArgs(QStringList{"--task", "prune", "--output-dir", dir} + more));
   }
 
  private slots:
+  // The short training run the prunes start from (a test function of its own: on a busy
+  // machine it takes a good part of Qt's five minutes a function).
+  void trainTheRunToPrune() {
+    const TrainedRun& t = trained();
+    QVERIFY2(t.first.code == 0, qPrintable(t.first.err));
+  }
+
   // model.pt (torch.load, weights_only) and status.json agree with each other and with the
   // task's events; the table lists every prunable layer.
   void pruneWritesTheModelAndItsStatus() {
-    const TrainedRun& t = trained();
-    QVERIFY2(t.first.code == 0, qPrintable(t.first.err));
+    QVERIFY(trained().first.code == 0);
     pruned_ = out_.filePath("pruned");
     // A freshly trained model's filters are alike: a high threshold prunes some of them.
     const Run r = prune(pruned_, {"--pruning-threshold", "0.97", "--pruning-granularity", "4",
@@ -140,12 +152,10 @@ class PruneTest : public QObject, mrcnn::testing::TrainedRunFixture {
   }
 
   // pruned_model_path: training starts from the pruned model in its architecture; the run's
-  // checkpoints carry it, so evaluate, inference, resume, export and another prune work.
-  void thePrunedModelRetrainsAndEveryTaskRunsOnIt() {
+  // checkpoints carry it, so evaluate and inference work on it.
+  void thePrunedModelRetrainsAndIsEvaluated() {
     QVERIFY(!pruned_.isEmpty());
-    const QStringList retrain = {"--set", "pruned_model_path=" + pruned_ + "/model.pt",
-                                 "--set", "run_name=retrained",
-                                 "--set", "total_steps=2"};
+    const QStringList retrain = retrainArgs(2);
     const Run r = headless(trained().args + retrain + QStringList{"--raw-events"});
     QVERIFY2(r.code == 0, qPrintable(r.out + r.err));
     QVERIFY2(r.out.contains("pruned layers"), qPrintable(r.out));
@@ -159,10 +169,14 @@ class PruneTest : public QObject, mrcnn::testing::TrainedRunFixture {
     e = engine(on_run + QStringList{"--task", "inference", "--out", out_.filePath("inference")});
     QVERIFY2(e.code == 0, qPrintable(e.out + e.err));
     QVERIFY(QFileInfo::exists(out_.filePath("inference/results.json")));
-    // Resume: two steps more from the run's own (pruned) checkpoint.
-    e = headless(trained().args + QStringList{"--set", "pruned_model_path=" + pruned_ + "/model.pt",
-                                              "--set", "run_name=retrained", "--set",
-                                              "total_steps=3", "--raw-events"});
+  }
+
+  // The retrained run resumes from its own (pruned) checkpoint, exports, and prunes again.
+  void theRetrainedRunResumesExportsAndPrunesAgain() {
+    const QString run = trained().dir.filePath("runs/retrained/");
+    QVERIFY(QFileInfo::exists(run + "checkpoints/model.step-2.pt"));
+    const QStringList on_run = engineArgs(retrainArgs(2));
+    Run e = headless(trained().args + retrainArgs(3) + QStringList{"--raw-events"});
     QVERIFY2(e.code == 0, qPrintable(e.out + e.err));
     QString bad;
     const auto resumed = eventsOf(e.out.toUtf8(), &bad);

@@ -29,7 +29,7 @@ class EngineProcess : public QObject {
     QString task = QStringLiteral("train");
     QString run_dir;
     QStringList overrides;       // "path.to.field=value", each passed as --set
-    QStringList task_arguments;  // the task's own options, after the others (--output-dir ...)
+    QStringList task_arguments{};  // the task's own options, after the others (--output-dir ...)
     int nproc_per_node = 1;      // engine processes (ranks) on this machine; > 1 runs the launcher
   };
 
