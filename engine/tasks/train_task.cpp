@@ -364,11 +364,6 @@ int runTrain(const TaskOptions& options, std::ostream& out, std::ostream& err) {
       // predictions), whose folder is not the spec's.
       spec::Experiment as_run = loaded.spec;
       spec::anchorPaths(&as_run, loaded.resolved.spec_dir);
-      // It names its own run directory, so that `--spec <run dir>/spec.txt` works in it.
-      fs::path root = fs::absolute(run_dir.root()).lexically_normal();
-      if (root.filename().empty()) root = root.parent_path();  // "runs/a/"
-      as_run.set_output_dir(root.parent_path().string());
-      as_run.set_run_name(root.filename().string());
       io::writeFileAtomic(run_dir.specFile(), "# " + options.spec_path.string() + ", as run\n" +
                                                   spec::printResolved(as_run));
     }
