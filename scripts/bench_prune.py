@@ -9,7 +9,7 @@ parameters, GFLOPs and CPU latency.
         [--thresholds 0.1,0.3,0.5,0.7] [--retrain-steps 530] [--quiet-load L] [--write]
         [--skip-shapes] [--skip-r50]
 
-Needs build/bin/mrcnn-workbench, build/bin/mrcnn-engine and build/engine/bench_backends
+Needs build/bin/mrcnn-workbench, build/bin/mrcnn-engine and build/bin/bench_backends
 (`ninja -C build bench_backends`). Without --base-run it first trains the default spec to its
 end (about 20 minutes on a quiet 2-core machine) into WORK/runs. Retraining: the pruned model
 through pruned_model_path for --retrain-steps steps at the base run's final learning rate
@@ -241,7 +241,7 @@ def main():
     p.add_argument("--iters", type=int, default=3)
     p.add_argument("--workbench", default=str(ROOT / "build/bin/mrcnn-workbench"))
     p.add_argument("--engine", default=str(ROOT / "build/bin/mrcnn-engine"))
-    p.add_argument("--bench", default=str(ROOT / "build/engine/bench_backends"))
+    p.add_argument("--bench", default=str(ROOT / "build/bin/bench_backends"))
     p.add_argument("--quiet-load", type=float)
     p.add_argument("--write", action="store_true")
     p.add_argument("--skip-shapes", action="store_true")
