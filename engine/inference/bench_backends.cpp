@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
   const engine::InputOptions input = engine::inputOptionsFromSpec(loaded->spec, loaded->resolved);
   const auto libtorch = [&](bool bf16) {
     engine::Precision p;
-    if (bf16) p = {true, at::kBFloat16, "bf16"};
+    if (bf16) p = {true, at::kBFloat16, "bf16", ""};
     return engine::makeLibTorchBackend(make_model(), input, c10::Device(c10::kCPU), p);
   };
   const auto openvino = [&](bool bf16) {

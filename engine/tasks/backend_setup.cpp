@@ -23,6 +23,7 @@ int makeBackend(const BackendRequest& inference, const spec::LoadedSpec& loaded,
   std::string error;
   const std::optional<Precision> precision = precisionFromSpec(s, torch_device, &error);
   if (!precision) return report.fail("bad_spec", spec_path.string() + ": " + error, kExitBadSpec);
+  if (!precision->fallback.empty()) report.log(precision->fallback);
   if (inference.backend == "libtorch") {
     backend = makeLibTorchBackend(std::move(net), inputOptionsFromSpec(s, loaded.resolved),
                                   torch_device, *precision);

@@ -161,6 +161,7 @@ int evaluateCheckpoint(const TaskOptions& options, const EvaluateOptions& evalua
     return report.fail("bad_spec", options.spec_path.string() + ": " + precision_error,
                        kExitBadSpec);
   }
+  if (!precision->fallback.empty()) report.log(precision->fallback);
   // A checkpoint of ours is named by its step; other weights (torchvision's) have none.
   const uint64_t step = train::checkpointStepOf(weights.filename().string()).value_or(0);
 

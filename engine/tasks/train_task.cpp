@@ -81,20 +81,20 @@ int TrainTask::run() {
   if (launch.distributed() && device_choice.name.starts_with("cuda"))
     device_choice.name = "cuda:" + std::to_string(launch.local_rank);
   const c10::Device device(device_choice.name);
-  const bool amp = s.use_amp();
-  const bool fp16 = amp && s.amp_dtype() == "fp16";
-  if (fp16 && device.is_cpu()) {
-    return fail("bad_spec",
-                options.spec_path.string() +
-                    ": amp_dtype: fp16 mixed precision needs a GPU; use bf16 on the CPU",
-                kExitBadSpec);
+  std::string precision_error;
+  const std::optional<Precision> precision = precisionFromSpec(s, device, &precision_error);
+  if (!precision) {
+    return fail("bad_spec", options.spec_path.string() + ": " + precision_error, kExitBadSpec);
   }
+  const bool fp16 = precision->autocast && precision->dtype == at::kHalf;
   std::ostringstream info;
   info << "LibTorch " << runtime.torch_version
        << " (CUDA build: " << (runtime.cuda_built ? "yes" : "no")
        << ", GPUs: " << runtime.cuda_devices << ", CPU threads: " << runtime.cpu_threads
        << "); device " << device_choice.name;
   log(info.str());
+  if (!precision->fallback.empty())
+    events.write(train::warningEvent("precision_fallback", precision->fallback));
 
   // The process group first: rank 0 prepares the data (the shapes dataset is generated
   // once) while the others wait for it.
@@ -250,10 +250,8 @@ int TrainTask::run() {
     // visualize_images_summary: a few images with their detections at each evaluation
     // (eval/overlays/, and TensorBoard's images).
     if (s.visualize_images_summary()) validator->setOverlayImages(kOverlayImagesPerEvaluation);
-    // Evaluated in the precision it trains in (fp16 on the CPU was refused above).
-    std::string unused;
-    if (const auto precision = precisionFromSpec(s, device, &unused))
-      validator->setPrecision(*precision);
+    // Evaluated in the precision it trains in.
+    validator->setPrecision(*precision);
   }
   std::unique_ptr<dist::DataParallel> parallel;
   if (group) {
@@ -275,8 +273,8 @@ int TrainTask::run() {
   trainer_options.device = device;
   trainer_options.accumulation = accumulation;
   trainer_options.with_masks = s.maskrcnn_config().include_mask();
-  trainer_options.amp = amp;
-  trainer_options.amp_dtype = s.amp_dtype() == "bf16" ? at::kBFloat16 : at::kHalf;
+  trainer_options.amp = precision->autocast;
+  trainer_options.amp_dtype = precision->autocast ? precision->dtype : at::kBFloat16;
   trainer_options.seed = s.seed();
   train::Trainer trainer(*net, solver, scaler, *loader, trainer_options, state);
   trainer.add(train::makeScheduleHook(schedule));
