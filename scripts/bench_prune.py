@@ -18,11 +18,18 @@ control. Latency: bench_backends' LibTorch fp32 backend, every validation image 
 decoding and mask pasting included), median over --iters rounds. With --write the sections
 "Pruning on shapes" and "Pruning ResNet-50 FPN" of docs/BENCHMARKS.md are replaced. Run by
 hand on a quiet machine; not a test.
+
+The shapes part takes one to three hours (bf16 on a CPU with AVX-512 BF16 or AMX; fp32, about
+3.5x slower, without), so it resumes: run the same command again with the same --work and it
+goes on where it stopped — the base run from its last checkpoint, each finished stage (an
+evaluation, a pruning, a latency, a retraining) from WORK/results.json; a retraining cut short
+starts again. A work folder begun on another CPU is refused (its times and precision would mix).
 """
 import argparse
 import datetime
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +39,40 @@ from bench_doc import cpu_name, replace_section, wait_quiet
 ROOT = Path(__file__).resolve().parent.parent
 SHAPES_SECTION = "## Pruning on shapes"
 R50_SECTION = "## Pruning ResNet-50 FPN"
+
+
+class Stages:
+    """What each finished stage of the shapes part gave, kept in WORK/results.json so that a
+    run stopped part-way (a session's end, a reboot) resumes without redoing it."""
+
+    def __init__(self, work):
+        self.path = work / "results.json"
+        self.machine = f"{cpu_name()}; {flags()}; {os.cpu_count()} cores"
+        self.done = json.loads(self.path.read_text()) if self.path.exists() else {}
+        began = self.done.setdefault("machine", self.machine)
+        if began != self.machine:
+            sys.exit(f"{self.path}: begun on another machine ({began}), this is {self.machine}; "
+                     "its times and training precision would mix: give a new --work")
+
+    def get(self, key, make):
+        if key not in self.done:
+            self.done[key] = make()
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(self.done, indent=1))
+            tmp.replace(self.path)
+        else:
+            print(f"= {key}: from {self.path}", flush=True)
+        return self.done[key]
+
+
+def finished(run_dir):
+    """Whether a training run ended: its last done event says "ok" (not "stopped" by a signal,
+    not "failed"); the engine writes one at the end, at its last step or its target mAP."""
+    path = Path(run_dir) / "events.jsonl"
+    if not path.exists():
+        return False
+    dones = [e for e in events(path.read_text()) if e.get("type") == "done"]
+    return bool(dones) and dones[-1].get("status") == "ok"
 
 
 def run(cmd, **kw):
@@ -95,6 +136,10 @@ def evaluate(args, spec, weights, run_dir):
 
 
 def retrain(args, spec, weights, runs, name):
+    partial = Path(runs) / name
+    if partial.exists():  # cut short: it checkpoints only at its end, so it starts again
+        print(f"= {partial}: an unfinished retraining, removed", flush=True)
+        shutil.rmtree(partial)
     sets = {"pruned_model_path": weights, "output_dir": runs, "run_name": name,
             "total_steps": args.retrain_steps, "warmup_steps": 50, "warmup_learning_rate": 0.0002,
             "init_learning_rate": 0.002, "learning_rate_steps": f"[{args.retrain_steps + 1}]",
@@ -109,7 +154,8 @@ def retrain(args, spec, weights, runs, name):
 def shapes(args, work):
     spec_src = ROOT / "specs/shapes_resnet18.txt"
     base = Path(args.base_run) if args.base_run else work / "runs/shapes_resnet18"
-    if not args.base_run:
+    stages = Stages(work)
+    if not args.base_run and not finished(base):  # a run stopped part-way resumes
         wait_quiet(args.quiet_load)
         run([args.workbench, "--headless", spec_src, "--set", f"output_dir={work / 'runs'}",
              "--set", f"data_config.shapes_dataset.root={work / 'shapes'}"])
@@ -120,29 +166,48 @@ def shapes(args, work):
     images = Path(root.split('"')[1]) / "images/val"
     rows = []
     wait_quiet(args.quiet_load)
-    b_bbox, b_segm, b_step = evaluate(args, spec, weights, work / "eval/base")
-    base_status = prune(args, spec, weights, work / "pruned/control", 0.0)  # nothing removed
-    base_ms = latency_ms(args, spec, weights, images, work / "latency/base")
+    b_bbox, b_segm, b_step = stages.get(
+        "eval/base", lambda: evaluate(args, spec, weights, work / "eval/base"))
+    base_status = stages.get(  # nothing removed
+        "pruned/control", lambda: prune(args, spec, weights, fresh(work / "pruned/control"), 0.0))
+    base_ms = stages.get("latency/base", lambda: latency_ms(args, spec, weights, images,
+                                                            work / "latency/base"))
     rows.append({"threshold": "unpruned", "ratio": 1.0,
                  "params": base_status["before"]["param_count"],
                  "gflops": base_status["before"]["gflops"], "ms": base_ms, "bbox": b_bbox,
                  "segm": b_segm})
-    r_bbox, r_segm, _ = retrain(args, spec, weights, work / "runs", "retrain_control")
+    r_bbox, r_segm, _ = stages.get("retrain_control", lambda: retrain(
+        args, spec, weights, work / "runs", "retrain_control"))
     rows[-1].update({"bbox_retrained": r_bbox, "segm_retrained": r_segm})
     for t in args.thresholds:
         out = work / f"pruned/pth{t}"
-        status = prune(args, spec, weights, out, t)
+        status = stages.get(f"pruned/pth{t}", lambda: prune(args, spec, weights, fresh(out), t))
         model = out / "model.pt"
-        bbox, segm, _ = evaluate(args, spec, model, work / f"eval/pth{t}")
-        ms = latency_ms(args, spec, model, images, work / f"latency/pth{t}")
-        r_bbox, r_segm, _ = retrain(args, spec, model, work / "runs", f"retrain_pth{t}")
+        bbox, segm, _ = stages.get(f"eval/pth{t}", lambda: evaluate(args, spec, model,
+                                                                    work / f"eval/pth{t}"))
+        ms = stages.get(f"latency/pth{t}", lambda: latency_ms(args, spec, model, images,
+                                                              work / f"latency/pth{t}"))
+        r_bbox, r_segm, _ = stages.get(f"retrain_pth{t}", lambda: retrain(
+            args, spec, model, work / "runs", f"retrain_pth{t}"))
         rows.append({"threshold": t, "ratio": status["pruning_ratio"],
                      "params": status["param_count"], "gflops": status["gflops"], "ms": ms,
                      "bbox": bbox, "segm": segm, "bbox_retrained": r_bbox,
                      "segm_retrained": r_segm})
         print(json.dumps(rows[-1]), flush=True)
+    fallback = any(e.get("code") == "precision_fallback"
+                   for e in events((base / "events.jsonl").read_text()))
     return rows, {"base_step": b_step, "images": len(list(images.glob("*"))),
-                  "size": base_status["gflops_at"]}
+                  "size": base_status["gflops_at"],
+                  "precision": "fp32 (no native bf16 on this CPU)" if fallback else
+                  "the spec's bf16 autocast"}
+
+
+def fresh(folder):
+    """A pruning's output folder emptied (prune refuses a folder with files: one left by a
+    pruning cut short)."""
+    if Path(folder).exists():
+        shutil.rmtree(folder)
+    return folder
 
 
 def r50(args, work):
@@ -191,7 +256,8 @@ def shapes_section(rows, info, args):
     lines = [SHAPES_SECTION, "",
              f"`scripts/bench_prune.py` on {cpu_name()}, {os.cpu_count()} cores ({flags()}), "
              f"{datetime.date.today()}: the default spec (`shapes_resnet18.txt`) trained to its "
-             f"end (step {info['base_step']}), pruned by `--task prune` at each threshold "
+             f"end (step {info['base_step']}, in {info['precision']}), pruned by `--task prune` "
+             "at each threshold "
              "(TAO's defaults otherwise: max normalizer, union, granularity 8, at least 16 "
              f"filters), evaluated on its {info['images']} validation images before and after "
              f"retraining {args.retrain_steps} steps (pruned_model_path, learning rate 0.002, "
