@@ -9,13 +9,15 @@
 //                   --warnings-annotations JSON
 //                   --warnings-images DIR [--warning-entry N]]
 //                   [--analysis METRICS [--analysis-class ID] [--analysis-cell ROW,COLUMN]]
+//                   [--prune-result DIR]
 //                   [--screenshot PNG [--screenshot-delay MS]]
 //   mrcnn-workbench --headless SPEC [--task TASK] ...      (see app/headless.h)
 //
 // --view N shows view N (1 Experiments ... 5 Warnings, 6 Analysis) first; the other options open
 // what each view shows (the same as its Open buttons); --screenshot grabs the window once it is
 // laid out and its files are read, saves it as PNG and exits (how the screenshots in docs/ are
-// taken, under Xvfb).
+// taken, under Xvfb); with --prune-result (a prune's output folder: its result dialog, as after
+// Runs › Prune…) it grabs that dialog.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QIcon>
@@ -32,6 +34,8 @@
 #include "ui/dataset_browser/dataset_browser.h"
 #include "ui/main_window/main_window.h"
 #include "ui/predictions/prediction_view.h"
+#include "ui/prune/prune_flow.h"
+#include "ui/prune/prune_result.h"
 #include "ui/run_monitor/runs_view.h"
 #include "ui/warnings/warning_review.h"
 
@@ -53,6 +57,7 @@ struct Opened {
   QString analysis;
   qint64 analysis_class = -1;
   int analysis_row = -1, analysis_column = -1;
+  QString prune_result;
 };
 
 // An error message for options given without their companions ("" when fine).
@@ -135,6 +140,11 @@ void openAll(MainWindow& window, const Opened& o) {
     if (o.analysis_class >= 0) analysis->selectClass(o.analysis_class);
     if (o.analysis_row >= 0) analysis->showCell(o.analysis_row, o.analysis_column);
   }
+  if (!o.prune_result.isEmpty()) {
+    QString error;
+    if (!window.pruneFlow()->openResult(o.prune_result, &error))
+      std::cerr << "mrcnn-workbench: --prune-result: " << error.toStdString() << '\n';
+  }
 }
 
 // The window's command line, parsed and checked before any window exists: --help, --version
@@ -157,7 +167,9 @@ std::optional<int> parseCommandLine(const QStringList& args, CommandLine* cl) {
   parser.addPositionalArgument(u"spec"_qs, u"An experiment spec to open."_qs, u"[SPEC]"_qs);
   const QCommandLineOption view({u"view"_qs}, u"Show view N first (1-6)."_qs, u"N"_qs);
   const QCommandLineOption screenshot(
-      {u"screenshot"_qs}, u"Save the window as PNG once shown, then exit."_qs, u"PNG"_qs);
+      {u"screenshot"_qs},
+      u"Save the window (or the --prune-result dialog) as PNG once shown, then exit."_qs,
+      u"PNG"_qs);
   const QCommandLineOption run({u"run"_qs}, u"Open a run directory (repeat to overlay runs)."_qs,
                                u"DIR"_qs);
   const QCommandLineOption dataset({u"dataset"_qs}, u"Browse a COCO annotation file."_qs,
@@ -196,6 +208,9 @@ std::optional<int> parseCommandLine(const QStringList& args, CommandLine* cl) {
   const QCommandLineOption analysis_cell({u"analysis-cell"_qs},
                                          u"Analysis: list the images of a confusion cell."_qs,
                                          u"ROW,COLUMN"_qs);
+  const QCommandLineOption prune_result(
+      {u"prune-result"_qs}, u"Show a prune's result (its output folder, with status.json)."_qs,
+      u"DIR"_qs);
   const QCommandLineOption delay({u"screenshot-delay"_qs},
                                  u"Milliseconds to wait before the screenshot (1500)."_qs, u"MS"_qs,
                                  u"1500"_qs);
@@ -220,6 +235,7 @@ std::optional<int> parseCommandLine(const QStringList& args, CommandLine* cl) {
                         &analysis,
                         &analysis_class,
                         &analysis_cell,
+                        &prune_result,
                         &delay})
     parser.addOption(*o);
 
@@ -284,6 +300,7 @@ std::optional<int> parseCommandLine(const QStringList& args, CommandLine* cl) {
       return usage("--score-threshold takes a number from 0 to 1");
   }
   o.analysis = parser.value(analysis);
+  o.prune_result = parser.value(prune_result);
   o.dataset_statistics = parser.isSet(dataset_statistics);
   if (parser.isSet(analysis_class)) {
     if (auto e =
@@ -384,7 +401,8 @@ int main(int argc, char** argv) {
     // Long enough for the first layout and paint of every view, and the files read off the
     // UI thread.
     QTimer::singleShot(cl.screenshot_delay_ms, &window, [&window, out = cl.screenshot] {
-      if (!window.grab().save(out)) {
+      QWidget* dialog = window.pruneFlow()->resultDialog();
+      if (!(dialog ? dialog->grab() : window.grab()).save(out)) {
         std::cerr << "mrcnn-workbench: cannot write " << out.toStdString() << '\n';
         QApplication::exit(1);
         return;

@@ -11,6 +11,8 @@
 #   analysis.png         the evaluation of the same checkpoint on the shapes val split (the
 #                        engine's evaluate task): class $ANALYSIS_CLASS (default 2, square)
 #                        selected, confusion cell $ANALYSIS_CELL (default 1,2) listed
+#   prune_result.png     the same checkpoint pruned by the engine's prune task at threshold
+#                        $PRUNE_THRESHOLD (default 0.5, TAO's other defaults), its result dialog
 #
 #   docs/screenshots/take_screenshots.sh BUILD_DIR RUN_DIR [PREDICTION_RUN_DIR [CHECKPOINT]]
 #
@@ -18,7 +20,8 @@
 # still going is followed). The predictions use PREDICTION_RUN_DIR's spec.txt (default RUN_DIR)
 # and CHECKPOINT (default: that run's best, else last) on the first 8 shapes val images of
 # $MRCNN_SHAPES_ROOT (default datasets/shapes, where the embedded spec generates them), shown
-# from score $SCORE (default 0.3), image $IMAGE of them (default 1). Needs xvfb-run and the project's venv python; writes only to
+# from score $SCORE (default 0.3), image $IMAGE of them (default 1). $SHOTS (names, space
+# separated; default all) retakes only those. Needs xvfb-run and the project's venv python; writes only to
 # docs/screenshots/ and a temporary folder.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -56,6 +59,7 @@ export QT_QPA_PLATFORM=xcb
 shot() {  # NAME ARGS...: the window at 1600x1000, saved as docs/screenshots/NAME.png
   local name=$1
   shift
+  [[ -z "${SHOTS:-}" || " $SHOTS " == *" $name "* ]] || return 0
   xvfb-run -a -s "-screen 0 1600x1000x24" "$app" -geometry 1600x1000+0+0 \
     --screenshot "$out/$name.png" "$@"
   echo "wrote $out/$name.png"
@@ -79,6 +83,12 @@ done
 "$engine" --spec "$prediction_run/spec.txt" --task inference --checkpoint "$checkpoint" \
   --set "data_config.shapes_dataset.root=$shapes" --run-dir "$work/analysis" > "$work/analysis.log"
 metrics="$work/analysis/eval/$(basename "${checkpoint%.*}").json"
+
+# Prune: the checkpoint pruned into a folder of the temporary one (the dialog's Retrain… finds
+# the run from the checkpoint's path).
+"$engine" --spec "$prediction_run/spec.txt" --task prune --checkpoint "$checkpoint" \
+  --set "data_config.shapes_dataset.root=$shapes" --output-dir "$work/pruned" \
+  --pruning-threshold "${PRUNE_THRESHOLD:-0.5}" > "$work/prune.log"
 
 # Warnings: tinycoco's val split with faults planted (the ones tests/dataset/test_convert.cpp
 # plants), converted by the engine.
@@ -126,3 +136,4 @@ shot dataset_statistics "$sample" --view 3 --dataset "$shapes/annotations/instan
   --images "$shapes/images/train" --dataset-statistics --screenshot-delay 3000
 shot analysis "$sample" --view 6 --analysis "$metrics" --analysis-class "${ANALYSIS_CLASS:-2}" \
   --analysis-cell "${ANALYSIS_CELL:-1,2}"
+shot prune_result "$sample" --view 2 --run "$prediction_run" --prune-result "$work/pruned"

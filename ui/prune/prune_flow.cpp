@@ -57,8 +57,19 @@ void PruneFlow::onRunFinished(const QString& runDir) {
     emit pruneFailed(runDir, error);
     return;
   }
+  showResult(runDir, *status);
+}
+
+bool PruneFlow::openResult(const QString& pruneDir, QString* error) {
+  const std::optional<PruneStatus> status = readPruneStatus(pruneDir, error);
+  if (!status) return false;
+  showResult(sourceRunOf(*status), *status);
+  return true;
+}
+
+void PruneFlow::showResult(const QString& runDir, const PruneStatus& status) {
   delete result_;
-  result_ = new PruneResultDialog(runDir, *status, window_);
+  result_ = new PruneResultDialog(runDir, status, window_);
   result_->setAttribute(Qt::WA_DeleteOnClose);
   connect(result_, &PruneResultDialog::retrainSpecReady, this, &PruneFlow::retrainSpecReady);
   result_->show();

@@ -16,6 +16,7 @@ namespace mrcnn::ui {
 
 class PruneResultDialog;
 class RunsView;
+struct PruneStatus;
 
 class PruneFlow : public QObject {
   Q_OBJECT
@@ -29,8 +30,12 @@ class PruneFlow : public QObject {
   QString checkpointOf(const QString& runDir) const;
   // Starts the prune of the run with these values (what the dialog's OK does).
   void startPrune(const QString& runDir, const PruneDialog::Values& values);
-  // The result dialog of the last prune that ended well (null before; a test reads it).
+  // The result dialog of the last prune that ended well or was opened (null before).
   PruneResultDialog* resultDialog() const;
+  // Shows the result of a prune done earlier (the GUI's or `--task prune`'s output folder);
+  // Retrain… uses the run its checkpoint came from. False with the reason when status.json
+  // cannot be read.
+  bool openResult(const QString& pruneDir, QString* error = nullptr);
 
  public slots:
   // The dialog for the run, then startPrune.
@@ -43,6 +48,7 @@ class PruneFlow : public QObject {
 
  private:
   void onRunFinished(const QString& runDir);
+  void showResult(const QString& runDir, const PruneStatus& status);
 
   RunsView* runs_;
   QWidget* window_;

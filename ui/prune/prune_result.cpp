@@ -48,6 +48,7 @@ std::optional<PruneStatus> readPruneStatus(const QString& dir, QString* error) {
     return fail(QObject::tr("not a prune's status (no pruning_ratio or layers)"));
   PruneStatus s;
   s.dir = dir;
+  s.weights = o.value(QStringLiteral("weights")).toString();
   s.pruning_ratio = o.value(QStringLiteral("pruning_ratio")).toDouble();
   s.param_count = o.value(QStringLiteral("param_count")).toInteger();
   s.size = o.value(QStringLiteral("size")).toInteger();
@@ -68,6 +69,14 @@ std::optional<PruneStatus> readPruneStatus(const QString& dir, QString* error) {
                      l.value(QStringLiteral("excluded")).toBool()});
   }
   return s;
+}
+
+QString sourceRunOf(const PruneStatus& status) {
+  if (status.weights.isEmpty()) return {};
+  const QFileInfo weights(status.weights);
+  QDir dir = weights.absoluteDir();
+  if (dir.dirName() != QStringLiteral("checkpoints") || !dir.cdUp()) return {};
+  return dir.exists(QStringLiteral("spec.txt")) ? dir.absolutePath() : QString();
 }
 
 QString writeRetrainSpec(const QString& runDir, const QString& pruneDir, QString* error) {
@@ -110,7 +119,8 @@ QString writeRetrainSpec(const QString& runDir, const QString& pruneDir, QString
 PruneResultDialog::PruneResultDialog(const QString& runDir, const PruneStatus& status,
                                      QWidget* parent)
     : QDialog(parent), run_dir_(runDir), status_(status) {
-  setWindowTitle(tr("Pruned %1").arg(QFileInfo(runDir).fileName()));
+  setWindowTitle(
+      tr("Pruned %1").arg(QFileInfo(runDir.isEmpty() ? status.weights : runDir).fileName()));
   auto* layout = new QVBoxLayout(this);
   summary_ = new QLabel(status.summary() + QStringLiteral("\n") +
                             tr("into %1").arg(QDir::toNativeSeparators(status.dir)),
@@ -149,6 +159,13 @@ PruneResultDialog::PruneResultDialog(const QString& runDir, const PruneStatus& s
   retrain_button->setToolTip(
       tr("Write a spec that trains the pruned model (pruned_model_path) and open it"));
   connect(retrain_button, &QPushButton::clicked, this, &PruneResultDialog::retrain);
+  if (runDir.isEmpty()) {  // weights from outside a run: no spec to retrain from
+    retrain_button->setEnabled(false);
+    retrain_button->setToolTip(
+        tr("%1 is not in a run's checkpoints folder: retrain with a spec "
+           "whose pruned_model_path is %2")
+            .arg(status.weights, QDir(status.dir).absoluteFilePath(QStringLiteral("model.pt"))));
+  }
   connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
   layout->addWidget(buttons);
   resize(720, 560);

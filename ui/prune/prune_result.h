@@ -23,6 +23,7 @@ struct PruneStatus {
     bool excluded = false;
   };
   QString dir;               // the prune's output folder
+  QString weights;           // the checkpoint it pruned (absolute, as the engine wrote it)
   double pruning_ratio = 0;  // parameters after / before
   qint64 param_count = 0, param_count_before = 0;
   qint64 size = 0;  // model.pt's bytes
@@ -37,6 +38,10 @@ struct PruneStatus {
 // Reads <dir>/status.json; nullopt with the reason (naming the file) when it cannot.
 std::optional<PruneStatus> readPruneStatus(const QString& dir, QString* error = nullptr);
 
+// The training run whose checkpoint was pruned: <run> when the weights are
+// <run>/checkpoints/<file> and <run>/spec.txt exists; empty otherwise (weights from elsewhere).
+QString sourceRunOf(const PruneStatus& status);
+
 // Writes the retrain spec for the model pruned into `pruneDir` from the run `runDir` (its
 // spec.txt as run): pruned_model_path = <pruneDir>/model.pt, run_name = <run>_retrain (-2,
 // -3, ... when that run directory exists), the spec's checkpoint cleared (the pruned model
@@ -45,7 +50,8 @@ std::optional<PruneStatus> readPruneStatus(const QString& dir, QString* error = 
 QString writeRetrainSpec(const QString& runDir, const QString& pruneDir, QString* error = nullptr);
 
 // The result of a prune: the summary, the per-layer table (layer, kept, filters, group) and
-// Retrain…, which writes the retrain spec and asks for it to be opened.
+// Retrain…, which writes the retrain spec and asks for it to be opened (disabled when `runDir`
+// is empty: weights that came from no run).
 class PruneResultDialog : public QDialog {
   Q_OBJECT
 

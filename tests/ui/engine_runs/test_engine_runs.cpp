@@ -375,6 +375,22 @@ class EngineRunsTest : public QObject {
     QVERIFY(flow.resultDialog()->summaryText().contains(
         QString("pruning ratio %1").arg(status->pruning_ratio, 0, 'f', 3)));
 
+    // The same result opened later from its folder (mrcnn-workbench --prune-result DIR): the
+    // run it came from is found from the weights it pruned; weights from outside a run leave
+    // Retrain… off; a folder without status.json is refused, naming the file.
+    QCOMPARE(status->weights, checkpoint_);
+    QCOMPARE(sourceRunOf(*status), run_dir_);
+    PruneFlow reopened(view_.get(), view_.get());
+    QVERIFY(reopened.openResult(out));
+    QCOMPARE(reopened.resultDialog()->table()->rowCount(),
+             flow.resultDialog()->table()->rowCount());
+    PruneStatus elsewhere = *status;
+    elsewhere.weights = dir_.filePath("model.pt");
+    QVERIFY(sourceRunOf(elsewhere).isEmpty());
+    QString error;
+    QVERIFY(!reopened.openResult(dir_.filePath("taken"), &error));
+    QVERIFY2(error.startsWith(dir_.filePath("taken/status.json") + ": "), qPrintable(error));
+
     QSignalSpy spec_ready(&flow, &PruneFlow::retrainSpecReady);
     flow.resultDialog()->retrain();
     QCOMPARE(spec_ready.count(), 1);
