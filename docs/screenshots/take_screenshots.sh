@@ -56,10 +56,14 @@ export XDG_CONFIG_HOME="$work/config" XDG_DATA_HOME="$work/data" XDG_CACHE_HOME=
 export MRCNN_ENGINE="$engine"
 export QT_QPA_PLATFORM=xcb
 
+wants() {  # NAME: whether this run takes that screenshot ($SHOTS empty: all)
+  [[ -z "${SHOTS:-}" || " $SHOTS " == *" $1 "* ]]
+}
+
 shot() {  # NAME ARGS...: the window at 1600x1000, saved as docs/screenshots/NAME.png
   local name=$1
   shift
-  [[ -z "${SHOTS:-}" || " $SHOTS " == *" $name "* ]] || return 0
+  wants "$name" || return 0
   xvfb-run -a -s "-screen 0 1600x1000x24" "$app" -geometry 1600x1000+0+0 \
     --screenshot "$out/$name.png" "$@"
   echo "wrote $out/$name.png"
@@ -68,27 +72,33 @@ shot() {  # NAME ARGS...: the window at 1600x1000, saved as docs/screenshots/NAM
 # Predictions: the real engine's inference with the checkpoint on shapes val images. The
 # dataset root is given because the spec as run names it relative to the spec it came from.
 shapes_json="$shapes/annotations/instances_val.json"
-mkdir -p "$work/shapes_val"
-for image in $(ls "$shapes/images/val" | head -n 8); do
-  cp "$shapes/images/val/$image" "$work/shapes_val/"
-done
-"$engine" --spec "$prediction_run/spec.txt" --task inference --checkpoint "$checkpoint" \
-  --set "data_config.shapes_dataset.root=$shapes" \
-  --images "$work/shapes_val" --out "$work/inference" > "$work/inference.log"
+if wants predictions; then
+  mkdir -p "$work/shapes_val"
+  for image in $(ls "$shapes/images/val" | head -n 8); do
+    cp "$shapes/images/val/$image" "$work/shapes_val/"
+  done
+  "$engine" --spec "$prediction_run/spec.txt" --task inference --checkpoint "$checkpoint" \
+    --set "data_config.shapes_dataset.root=$shapes" \
+    --images "$work/shapes_val" --out "$work/inference" > "$work/inference.log"
+fi
 
 # Analysis: the checkpoint evaluated on the shapes val split, and its inference on the same
 # images (what the confusion cells open), in a run folder of their own.
-"$engine" --spec "$prediction_run/spec.txt" --task evaluate --checkpoint "$checkpoint" \
-  --set "data_config.shapes_dataset.root=$shapes" --run-dir "$work/analysis" > "$work/evaluate.log"
-"$engine" --spec "$prediction_run/spec.txt" --task inference --checkpoint "$checkpoint" \
-  --set "data_config.shapes_dataset.root=$shapes" --run-dir "$work/analysis" > "$work/analysis.log"
+if wants analysis; then
+  "$engine" --spec "$prediction_run/spec.txt" --task evaluate --checkpoint "$checkpoint" \
+    --set "data_config.shapes_dataset.root=$shapes" --run-dir "$work/analysis" > "$work/evaluate.log"
+  "$engine" --spec "$prediction_run/spec.txt" --task inference --checkpoint "$checkpoint" \
+    --set "data_config.shapes_dataset.root=$shapes" --run-dir "$work/analysis" > "$work/analysis.log"
+fi
 metrics="$work/analysis/eval/$(basename "${checkpoint%.*}").json"
 
 # Prune: the checkpoint pruned into a folder of the temporary one (the dialog's Retrain… finds
 # the run from the checkpoint's path).
-"$engine" --spec "$prediction_run/spec.txt" --task prune --checkpoint "$checkpoint" \
-  --set "data_config.shapes_dataset.root=$shapes" --output-dir "$work/pruned" \
-  --pruning-threshold "${PRUNE_THRESHOLD:-0.5}" > "$work/prune.log"
+if wants prune_result; then
+  "$engine" --spec "$prediction_run/spec.txt" --task prune --checkpoint "$checkpoint" \
+    --set "data_config.shapes_dataset.root=$shapes" --output-dir "$work/pruned" \
+    --pruning-threshold "${PRUNE_THRESHOLD:-0.5}" > "$work/prune.log"
+fi
 
 # Warnings: tinycoco's val split with faults planted (the ones tests/dataset/test_convert.cpp
 # plants), converted by the engine.
