@@ -274,7 +274,30 @@ def shapes_section(rows, info, args):
             f"| {r['threshold']} | {r['ratio']:.3f} | {r['params']:,} | {r['gflops']:.2f} | "
             f"{r['ms']:.1f} | {base['ms'] / r['ms']:.2f}x | {r['bbox']:.3f} | {r['segm']:.3f} | "
             f"{r['bbox_retrained']:.3f} | {r['segm_retrained']:.3f} |")
+    lines += ["", goal_line(rows)]
     return "\n".join(lines) + "\n"
+
+
+def goal_line(rows):
+    """Issue 17's goal read off the table: at a pruning ratio <= 0.5, retrained bbox and segm AP
+    within 0.02 of the unpruned model's (or of its control retraining, if higher), and inference
+    >= 1.5x faster."""
+    base = rows[0]
+    # The stricter reference: the unpruned model, or its control retraining if that scored more.
+    ref = {k: max(base[k], base.get(k + "_retrained", base[k])) for k in ("bbox", "segm")}
+    small = [r for r in rows[1:] if r["ratio"] <= 0.5]
+    if not small:
+        return ("Goal (ratio <= 0.5, retrained AP within 0.02 of the unpruned model's, >= 1.5x "
+                "faster): **not reached** — no threshold pruned to a ratio of 0.5 or less.")
+    met = [r for r in small if ref["bbox"] - r["bbox_retrained"] <= 0.02 and
+           ref["segm"] - r["segm_retrained"] <= 0.02 and base["ms"] / r["ms"] >= 1.5]
+    told = "; ".join(
+        f"threshold {r['threshold']}: ratio {r['ratio']:.3f}, bbox AP {r['bbox_retrained']:.3f} "
+        f"vs {ref['bbox']:.3f}, segm AP {r['segm_retrained']:.3f} vs {ref['segm']:.3f}, "
+        f"{base['ms'] / r['ms']:.2f}x" for r in small)
+    verdict = "**met**" if met else "**not met**"
+    return (f"Goal (ratio <= 0.5, retrained AP within 0.02 of the unpruned model's, >= 1.5x "
+            f"faster): {verdict} ({told}).")
 
 
 def r50_section(rows, info):
