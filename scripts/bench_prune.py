@@ -39,8 +39,8 @@ from bench_doc import cpu_name, replace_section, wait_quiet
 ROOT = Path(__file__).resolve().parent.parent
 SHAPES_SECTION = "## Pruning on shapes"
 R50_SECTION = "## Pruning ResNet-50 FPN"
-GOAL = ("Goal (ratio <= 0.5, retrained AP within 0.02 of the unpruned model's, the higher of before "
-        "and after its control retraining; >= 1.5x faster)")
+GOAL = ("Goal (ratio <= 0.5, retrained AP within 0.02 of the unpruned model's, the higher of "
+        "before and after its control retraining; >= 1.5x faster)")
 
 
 class Stages:
