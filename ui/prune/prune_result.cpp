@@ -148,6 +148,9 @@ PruneResultDialog::PruneResultDialog(const QString& runDir, const PruneStatus& s
   }
   table_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
   table_->horizontalHeader()->setStretchLastSection(true);
+  // The network's order until a header is clicked (Qt would sort by the first column,
+  // descending, as sorting is enabled).
+  table_->horizontalHeader()->setSortIndicator(-1, Qt::AscendingOrder);
   table_->setSortingEnabled(true);
   layout->addWidget(table_);
   problem_ = new QLabel(this);

@@ -372,6 +372,9 @@ class EngineRunsTest : public QObject {
     QVERIFY(status);
     QVERIFY(status->pruning_ratio < 1.0);
     QCOMPARE(flow.resultDialog()->table()->rowCount(), 1 + 4 * 2 + 3 + 1 + 4);
+    // In the network's order, as status.json lists the layers (the stem first).
+    QCOMPARE(flow.resultDialog()->table()->item(0, 0)->text(), status->layers.front().name);
+    QCOMPARE(status->layers.front().name, QString("backbone.body.conv1"));
     QVERIFY(flow.resultDialog()->summaryText().contains(
         QString("pruning ratio %1").arg(status->pruning_ratio, 0, 'f', 3)));
 
