@@ -6,7 +6,8 @@ ResNet-50 FPN architecture (specs/coco_torchvision_r50.txt) pruned at two thresh
 parameters, GFLOPs and CPU latency.
 
     .venv/bin/python scripts/bench_prune.py [--work DIR] [--base-run RUN_DIR]
-        [--thresholds 0.1,0.3,0.5,0.7] [--retrain-steps 530] [--quiet-load L] [--write]
+        [--thresholds 0.1,0.3,0.5,0.7] [--normalizer max|L2] [--retrain-steps 530]
+        [--quiet-load L] [--write]
         [--skip-shapes] [--skip-r50]
 
 Needs build/bin/mrcnn-workbench, build/bin/mrcnn-engine and build/bin/bench_backends
@@ -123,9 +124,10 @@ def latency_ms(args, spec, weights, images, out):
     sys.exit("bench_backends printed no LibTorch row:\n" + text)
 
 
-def prune(args, spec, weights, out, threshold, run_dir=None):
+def prune(args, spec, weights, out, threshold, run_dir=None, normalizer="max"):
     cmd = [args.engine, "--spec", spec, "--task", "prune", "--checkpoint", weights,
-           "--output-dir", out, "--pruning-threshold", str(threshold)]
+           "--output-dir", out, "--pruning-threshold", str(threshold), "--normalizer",
+           normalizer]
     if run_dir:
         cmd += ["--run-dir", run_dir]
     run(cmd)
@@ -182,19 +184,31 @@ def shapes(args, work):
         args, spec, weights, work / "runs", "retrain_control"))
     rows[-1].update({"bbox_retrained": r_bbox, "segm_retrained": r_segm})
     for t in args.thresholds:
-        out = work / f"pruned/pth{t}"
-        status = stages.get(f"pruned/pth{t}", lambda: prune(args, spec, weights, fresh(out), t))
+        # Stage names: pth<T> with the max normalizer (TAO's default), L2-pth<T> with L2.
+        pth = f"pth{t}" if args.normalizer == "max" else f"{args.normalizer}-pth{t}"
+        out = work / f"pruned/{pth}"
+        status = stages.get(f"pruned/{pth}", lambda: prune(args, spec, weights, fresh(out), t,
+                                                                normalizer=args.normalizer))
         model = out / "model.pt"
-        bbox, segm, _ = stages.get(f"eval/pth{t}", lambda: evaluate(args, spec, model,
-                                                                    work / f"eval/pth{t}"))
-        ms = stages.get(f"latency/pth{t}", lambda: latency_ms(args, spec, model, images,
-                                                              work / f"latency/pth{t}"))
-        r_bbox, r_segm, _ = stages.get(f"retrain_pth{t}", lambda: retrain(
-            args, spec, model, work / "runs", f"retrain_pth{t}"))
-        rows.append({"threshold": t, "ratio": status["pruning_ratio"],
-                     "params": status["param_count"], "gflops": status["gflops"], "ms": ms,
-                     "bbox": bbox, "segm": segm, "bbox_retrained": r_bbox,
-                     "segm_retrained": r_segm})
+        row = {"threshold": t, "ratio": status["pruning_ratio"], "params": status["param_count"],
+               "gflops": status["gflops"]}
+        if all(layer["kept"] == layer["filters"] for layer in status["layers"]):
+            # Nothing removed: the unpruned model's numbers (the same weights, the same
+            # retraining) instead of measuring them again.
+            row.update({k: rows[0][k] for k in ("ms", "bbox", "segm", "bbox_retrained",
+                                                 "segm_retrained")}, same=True)
+            rows.append(row)
+            print(json.dumps(rows[-1]), flush=True)
+            continue
+        bbox, segm, _ = stages.get(f"eval/{pth}", lambda: evaluate(args, spec, model,
+                                                                   work / f"eval/{pth}"))
+        ms = stages.get(f"latency/{pth}", lambda: latency_ms(args, spec, model, images,
+                                                             work / f"latency/{pth}"))
+        r_bbox, r_segm, _ = stages.get(f"retrain_{pth}", lambda: retrain(
+            args, spec, model, work / "runs", f"retrain_{pth}"))
+        row.update({"ms": ms, "bbox": bbox, "segm": segm, "bbox_retrained": r_bbox,
+                    "segm_retrained": r_segm})
+        rows.append(row)
         print(json.dumps(rows[-1]), flush=True)
     fallback = any(e.get("code") == "precision_fallback"
                    for e in events((base / "events.jsonl").read_text()))
@@ -260,7 +274,8 @@ def shapes_section(rows, info, args):
              f"{datetime.date.today()}: the default spec (`shapes_resnet18.txt`) trained to its "
              f"end (step {info['base_step']}, in {info['precision']}), pruned by `--task prune` "
              "at each threshold "
-             "(TAO's defaults otherwise: max normalizer, union, granularity 8, at least 16 "
+             f"(TAO's defaults otherwise: {args.normalizer} normalizer, union, granularity 8, at "
+             "least 16 "
              f"filters), evaluated on its {info['images']} validation images before and after "
              f"retraining {args.retrain_steps} steps (pruned_model_path, learning rate 0.002, "
              "batch 4; the unpruned model retrained the same way is the control). GFLOPs at "
@@ -272,8 +287,10 @@ def shapes_section(rows, info, args):
              "segm AP | bbox AP retrained | segm AP retrained |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
+        threshold = f"{r['threshold']} (nothing pruned: the unpruned row)" if r.get("same") else \
+            r["threshold"]
         lines.append(
-            f"| {r['threshold']} | {r['ratio']:.3f} | {r['params']:,} | {r['gflops']:.2f} | "
+            f"| {threshold} | {r['ratio']:.3f} | {r['params']:,} | {r['gflops']:.2f} | "
             f"{r['ms']:.1f} | {base['ms'] / r['ms']:.2f}x | {r['bbox']:.3f} | {r['segm']:.3f} | "
             f"{r['bbox_retrained']:.3f} | {r['segm_retrained']:.3f} |")
     lines += ["", goal_line(rows)]
@@ -287,7 +304,7 @@ def goal_line(rows):
     base = rows[0]
     # The stricter reference: the unpruned model, or its control retraining if that scored more.
     ref = {k: max(base[k], base.get(k + "_retrained", base[k])) for k in ("bbox", "segm")}
-    small = [r for r in rows[1:] if r["ratio"] <= 0.5]
+    small = [r for r in rows[1:] if r["ratio"] <= 0.5 and not r.get("same")]
     if not small:
         return f"{GOAL}: **not reached** — no threshold pruned to a ratio of 0.5 or less."
     met = [r for r in small if ref["bbox"] - r["bbox_retrained"] <= 0.02 and
@@ -326,6 +343,8 @@ def main():
     p.add_argument("--base-run")
     p.add_argument("--thresholds", default="0.1,0.3,0.5,0.7")
     p.add_argument("--r50-thresholds", default="0.3,0.5")
+    p.add_argument("--normalizer", choices=("max", "L2"), default="max",
+                   help="the shapes prunings' normalizer (TAO's -nm; the ResNet-50 part keeps max)")
     p.add_argument("--retrain-steps", type=int, default=530)
     p.add_argument("--iters", type=int, default=3)
     p.add_argument("--workbench", default=str(ROOT / "build/bin/mrcnn-workbench"))
