@@ -293,6 +293,11 @@ def shapes_section(rows, info, args):
             f"| {threshold} | {r['ratio']:.3f} | {r['params']:,} | {r['gflops']:.2f} | "
             f"{r['ms']:.1f} | {base['ms'] / r['ms']:.2f}x | {r['bbox']:.3f} | {r['segm']:.3f} | "
             f"{r['bbox_retrained']:.3f} | {r['segm_retrained']:.3f} |")
+    same = [str(r["threshold"]) for r in rows if r.get("same")]
+    if same:
+        lines += ["", f"At {', '.join(same)} `--task prune` removed no filter: every filter "
+                  "of every prunable layer scored above the threshold (its L2 norm over the "
+                  f"{args.normalizer} of its layer's), so those rows are the unpruned model's."]
     lines += ["", goal_line(rows)]
     return "\n".join(lines) + "\n"
 
