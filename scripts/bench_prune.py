@@ -295,9 +295,10 @@ def shapes_section(rows, info, args):
             f"{r['bbox_retrained']:.3f} | {r['segm_retrained']:.3f} |")
     same = [str(r["threshold"]) for r in rows if r.get("same")]
     if same:
-        lines += ["", f"At {', '.join(same)} `--task prune` removed no filter: every filter "
-                  "of every prunable layer scored above the threshold (its L2 norm over the "
-                  f"{args.normalizer} of its layer's), so those rows are the unpruned model's."]
+        lines += ["", f"At {', '.join(same)} `--task prune` removed no filter (scored by their "
+                  f"L2 norm over the {args.normalizer} of their layer's, combined in residual "
+                  "groups and rounded to the granularity, every layer keeps all its filters): "
+                  "those rows are the unpruned model's."]
     lines += ["", goal_line(rows)]
     return "\n".join(lines) + "\n"
 
