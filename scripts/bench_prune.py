@@ -6,7 +6,7 @@ ResNet-50 FPN architecture (specs/coco_torchvision_r50.txt) pruned at two thresh
 parameters, GFLOPs and CPU latency.
 
     .venv/bin/python scripts/bench_prune.py [--work DIR] [--base-run RUN_DIR]
-        [--thresholds 0.1,0.3,0.5,0.7] [--normalizer max|L2] [--retrain-steps 530]
+        [--thresholds 0.1,0.3,0.5,0.7] [--l2-thresholds 0.05,0.07,0.1] [--retrain-steps 530]
         [--quiet-load L] [--write]
         [--skip-shapes] [--skip-r50]
 
@@ -183,15 +183,17 @@ def shapes(args, work):
     r_bbox, r_segm, _ = stages.get("retrain_control", lambda: retrain(
         args, spec, weights, work / "runs", "retrain_control"))
     rows[-1].update({"bbox_retrained": r_bbox, "segm_retrained": r_segm})
-    for t in args.thresholds:
-        # Stage names: pth<T> with the max normalizer (TAO's default), L2-pth<T> with L2.
-        pth = f"pth{t}" if args.normalizer == "max" else f"{args.normalizer}-pth{t}"
+    # The max normalizer's thresholds (TAO's default) first, then the L2 normalizer's.
+    for normalizer, t in [("max", t) for t in args.thresholds] + \
+            [("L2", t) for t in args.l2_thresholds]:
+        # Stage names: pth<T> with the max normalizer, L2-pth<T> with L2.
+        pth = f"pth{t}" if normalizer == "max" else f"{normalizer}-pth{t}"
         out = work / f"pruned/{pth}"
         status = stages.get(f"pruned/{pth}", lambda: prune(args, spec, weights, fresh(out), t,
-                                                                normalizer=args.normalizer))
+                                                                normalizer=normalizer))
         model = out / "model.pt"
-        row = {"threshold": t, "ratio": status["pruning_ratio"], "params": status["param_count"],
-               "gflops": status["gflops"]}
+        row = {"threshold": t, "normalizer": normalizer, "ratio": status["pruning_ratio"],
+               "params": status["param_count"], "gflops": status["gflops"]}
         if all(layer["kept"] == layer["filters"] for layer in status["layers"]):
             # Nothing removed: the unpruned model's numbers (the same weights, the same
             # retraining) instead of measuring them again.
@@ -274,9 +276,10 @@ def shapes_section(rows, info, args):
              f"{datetime.date.today()}: the default spec (`shapes_resnet18.txt`) trained to its "
              f"end (step {info['base_step']}, in {info['precision']}), pruned by `--task prune` "
              "at each threshold "
-             f"(TAO's defaults otherwise: {args.normalizer} normalizer, union, granularity 8, at "
-             "least 16 "
-             f"filters), evaluated on its {info['images']} validation images before and after "
+             "(TAO's defaults otherwise: union, granularity 8, at least 16 filters; the "
+             "threshold column names the normalizer: a filter's L2 norm over the max of its "
+             "layer's, TAO's default, or over the L2 norm of its layer's norms), evaluated on "
+             f"its {info['images']} validation images before and after "
              f"retraining {args.retrain_steps} steps (pruned_model_path, learning rate 0.002, "
              "batch 4; the unpruned model retrained the same way is the control). GFLOPs at "
              f"{info['size']['image_height']}x{info['size']['image_width']} with "
@@ -287,20 +290,23 @@ def shapes_section(rows, info, args):
              "segm AP | bbox AP retrained | segm AP retrained |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
-        threshold = f"{r['threshold']} (nothing pruned: the unpruned row)" if r.get("same") else \
-            r["threshold"]
+        threshold = label(r) + (" (nothing pruned: the unpruned row)" if r.get("same") else "")
         lines.append(
             f"| {threshold} | {r['ratio']:.3f} | {r['params']:,} | {r['gflops']:.2f} | "
             f"{r['ms']:.1f} | {base['ms'] / r['ms']:.2f}x | {r['bbox']:.3f} | {r['segm']:.3f} | "
             f"{r['bbox_retrained']:.3f} | {r['segm_retrained']:.3f} |")
-    same = [str(r["threshold"]) for r in rows if r.get("same")]
+    same = [label(r) for r in rows if r.get("same")]
     if same:
-        lines += ["", f"At {', '.join(same)} `--task prune` removed no filter (scored by their "
-                  f"L2 norm over the {args.normalizer} of their layer's, combined in residual "
-                  "groups and rounded to the granularity, every layer keeps all its filters): "
-                  "those rows are the unpruned model's."]
+        lines += ["", f"At {', '.join(same)} `--task prune` removed no filter (scored, combined "
+                  "in residual groups and rounded to the granularity, every layer keeps all its "
+                  "filters): those rows are the unpruned model's."]
     lines += ["", goal_line(rows)]
     return "\n".join(lines) + "\n"
+
+
+def label(row):
+    """A row's threshold with its normalizer: "0.5 max", "0.07 L2", or "unpruned"."""
+    return f"{row['threshold']} {row['normalizer']}" if "normalizer" in row else row["threshold"]
 
 
 def goal_line(rows):
@@ -316,7 +322,7 @@ def goal_line(rows):
     met = [r for r in small if ref["bbox"] - r["bbox_retrained"] <= 0.02 and
            ref["segm"] - r["segm_retrained"] <= 0.02 and base["ms"] / r["ms"] >= 1.5]
     told = "; ".join(
-        f"threshold {r['threshold']}: ratio {r['ratio']:.3f}, bbox AP {r['bbox_retrained']:.3f} "
+        f"threshold {label(r)}: ratio {r['ratio']:.3f}, bbox AP {r['bbox_retrained']:.3f} "
         f"vs {ref['bbox']:.3f}, segm AP {r['segm_retrained']:.3f} vs {ref['segm']:.3f}, "
         f"{base['ms'] / r['ms']:.2f}x" for r in small)
     verdict = "**met**" if met else "**not met**"
@@ -349,8 +355,9 @@ def main():
     p.add_argument("--base-run")
     p.add_argument("--thresholds", default="0.1,0.3,0.5,0.7")
     p.add_argument("--r50-thresholds", default="0.3,0.5")
-    p.add_argument("--normalizer", choices=("max", "L2"), default="max",
-                   help="the shapes prunings' normalizer (TAO's -nm; the ResNet-50 part keeps max)")
+    p.add_argument("--l2-thresholds", default="0.05,0.07,0.1",
+                   help="the shapes part's thresholds with the L2 normalizer (TAO's -nm L2), "
+                        "after --thresholds' with max; the ResNet-50 part keeps max")
     p.add_argument("--retrain-steps", type=int, default=530)
     p.add_argument("--iters", type=int, default=3)
     p.add_argument("--workbench", default=str(ROOT / "build/bin/mrcnn-workbench"))
@@ -361,7 +368,8 @@ def main():
     p.add_argument("--skip-shapes", action="store_true")
     p.add_argument("--skip-r50", action="store_true")
     args = p.parse_args()
-    args.thresholds = [float(t) for t in args.thresholds.split(",")]
+    args.thresholds = [float(t) for t in args.thresholds.split(",") if t]
+    args.l2_thresholds = [float(t) for t in args.l2_thresholds.split(",") if t]
     args.r50_thresholds = [float(t) for t in args.r50_thresholds.split(",")]
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
