@@ -359,9 +359,14 @@ int runTrain(const TaskOptions& options, std::ostream& out, std::ostream& err) {
     if (rank == 0) run_dir.create();
     if (rank == 0 && !run_dir.hasCheckpoint()) {
       // Its paths made absolute: it is read again from the run directory (resume, the GUI's
-      // predictions), whose folder is not the spec's.
+      // predictions), whose folder is not the spec's. It names this run directory, so that
+      // `--spec RUN/spec.txt` without --run-dir is this run (not <output_dir>/spec).
       spec::Experiment as_run = loaded.spec;
       spec::anchorPaths(&as_run, loaded.resolved.spec_dir);
+      const fs::path dir = fs::absolute(run_dir.root()).lexically_normal();
+      const fs::path named = dir.has_filename() ? dir : dir.parent_path();
+      as_run.set_output_dir(named.parent_path().string());
+      as_run.set_run_name(named.filename().string());
       io::writeFileAtomic(run_dir.specFile(), "# " + options.spec_path.string() + ", as run\n" +
                                                   spec::printResolved(as_run));
     }

@@ -351,6 +351,15 @@ class HeadlessTest : public QObject, mrcnn::testing::TrainedRunFixture {
 
     QCOMPARE(readFile(metrics), readFile(t.run + "eval/step-4.json"));
 
+    // The spec as run names its run: evaluated through it without --run-dir, the task works in
+    // that run directory (not <output_dir>/spec), with the same scores.
+    const Run own_spec = engine({"--spec", t.run + "spec.txt", "--task", "evaluate"});
+    QVERIFY2(own_spec.code == 0, qPrintable(own_spec.out + own_spec.err));
+    const auto as_run_events = eventsOf(own_spec.out.toUtf8(), &bad);
+    QVERIFY(!as_run_events.empty());
+    QCOMPARE(QString::fromStdString(as_run_events.front().run_dir()), QDir::cleanPath(t.run));
+    QCOMPARE(readFile(metrics), readFile(t.run + "eval/step-4.json"));
+
     // Four steps from scratch score 0 everywhere, which the comparison above cannot tell from
     // an evaluation that saw no detections. Evaluated against a validation set whose ground
     // truth is the checkpoint's own detections (the train run's overlays of the same images,
