@@ -21,7 +21,8 @@ namespace mrcnn::engine {
 struct BackendRequest {
   std::string backend = "libtorch";  // or "openvino"
   // OpenVINO: this exported model; empty: the weights exported on the fly into
-  // <run dir>/openvino/<weights stem>.onnx.
+  // <dir>/openvino/<weights stem>.onnx, dir the run directory where the task writes into it
+  // (an inference with --out elsewhere: that folder).
   std::filesystem::path onnx;
 };
 

@@ -254,9 +254,9 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
   };
 
   std::unique_ptr<InferenceBackend> backend;
-  if (const int code =
-          makeBackend(BackendRequest{inference.backend, inference.onnx}, loaded, options.spec_path,
-                      device.name, run_dir, std::move(net), categories, weights, report, backend);
+  if (const int code = makeBackend(BackendRequest{inference.backend, inference.onnx}, loaded,
+                                   options.spec_path, device.name, has_run_dir ? run_dir : out_dir,
+                                   std::move(net), categories, weights, report, backend);
       code != kExitOk) {
     return code;
   }
@@ -379,12 +379,11 @@ int runInference(const TaskOptions& options, const InferenceOptions& inference, 
   if (!maybe) return kExitBadSpec;
   const fs::path run_dir = runDirectory(options, *maybe);
   const fs::path out_dir = inference.out.empty() ? run_dir / "inference" : inference.out;
-  // The run directory gets this run's events when it is the run's (given, or where the
-  // outputs go) or already exists (a trained run); inference into a folder of its own with a
-  // spec that never ran leaves no run directory behind.
-  std::error_code ec;
-  const bool has_run_dir =
-      !options.run_dir.empty() || inference.out.empty() || fs::is_directory(run_dir, ec);
+  // The run directory gets this inference's events when the inference is the run's: --run-dir
+  // names it, or the outputs go into it (no --out). With --out elsewhere a trained run is only
+  // read (its checkpoint), never written: the GUI's predictions, a spec's run looked at from
+  // outside.
+  const bool has_run_dir = !options.run_dir.empty() || inference.out.empty();
   std::unique_ptr<train::EventWriter> events;
   if (inference.events) {
     events = openTaskEvents(has_run_dir ? run_dir : fs::path(), err);

@@ -84,13 +84,18 @@ class HeadlessInferenceTest : public QObject, mrcnn::testing::TrainedRunFixture 
              qPrintable(summary));
     QVERIFY(QFile::exists(out + "/results.json"));
     QCOMPARE(QDir(out).entryList({"*.png"}).size(), 3);
-    // The run directory existed: its events.jsonl got the same events.
-    QCOMPARE(typesOf(eventsOf(readFile(t.run + "events.jsonl", before), &bad)), types);
+    // --out elsewhere: the trained run is only read, its events.jsonl untouched (the GUI's
+    // predictions run so), and the start event names no run directory.
+    QCOMPARE(QFileInfo(t.run + "events.jsonl").size(), before);
+    QVERIFY(events.front().run_dir().empty());
 
-    // The launcher draws images done of the total, without losses.
-    const Run h = headless(t.args + QStringList{"--task", "inference", "--images", images, "--out",
-                                                out, "--set", "eval_batch_size=2"});
+    // The launcher draws images done of the total, without losses. --run-dir makes it the
+    // run's inference: its events go to the run's events.jsonl as well.
+    const Run h =
+        headless(t.args + QStringList{"--task", "inference", "--images", images, "--out", out,
+                                      "--set", "eval_batch_size=2", "--run-dir", t.run});
     QVERIFY2(h.code == 0, qPrintable(h.out + h.err));
+    QCOMPARE(typesOf(eventsOf(readFile(t.run + "events.jsonl", before), &bad)), types);
     QVERIFY2(h.out.contains("inference on cpu: 4 images; run directory "), qPrintable(h.out));
     QVERIFY2(h.out.contains(
                  QRegularExpression("\nimages 2/4 \\(50%\\)  \\d+\\.\\d\\d img/s  ETA \\S+\n")),
