@@ -7,6 +7,7 @@ parameters, GFLOPs and CPU latency.
 
     .venv/bin/python scripts/bench_prune.py [--work DIR] [--base-run RUN_DIR]
         [--thresholds 0.1,0.3,0.5,0.7] [--l2-thresholds 0.05,0.07,0.1] [--retrain-steps 530]
+        [--chain L2-pth0.07:max:0.9]
         [--quiet-load L] [--write]
         [--skip-shapes] [--skip-r50]
 
@@ -212,12 +213,41 @@ def shapes(args, work):
                     "segm_retrained": r_segm})
         rows.append(row)
         print(json.dumps(rows[-1]), flush=True)
+    for chain in args.chain:
+        rows.append(chained(args, stages, work, spec, images, rows[0], chain))
+        print(json.dumps(rows[-1]), flush=True)
     fallback = any(e.get("code") == "precision_fallback"
                    for e in events((base / "events.jsonl").read_text()))
     return rows, {"base_step": b_step, "images": len(list(images.glob("*"))),
                   "size": base_status["gflops_at"],
                   "precision": "fp32 (no native bf16 on this CPU)" if fallback else
                   "the spec's bf16 autocast"}
+
+
+def chained(args, stages, work, spec, images, base, chain):
+    """A second pruning of a row's retrained model (a pruned run prunes again as any other),
+    retrained the same way: `chain` is "STAGE:NORMALIZER:THRESHOLD", STAGE a row's stage name
+    (pth0.9, L2-pth0.07). The ratio is against the unpruned model."""
+    first, normalizer, t = chain.split(":")
+    t = float(t)
+    name = f"{first}+{'' if normalizer == 'max' else normalizer + '-'}pth{t}"
+    retrained = checkpoint_of(work / "runs" / f"retrain_{first}")
+    out = work / f"pruned/{name}"
+    status = stages.get(f"pruned/{name}", lambda: prune(args, spec, retrained, fresh(out), t,
+                                                          normalizer=normalizer))
+    model = out / "model.pt"
+    bbox, segm, _ = stages.get(f"eval/{name}", lambda: evaluate(args, spec, model,
+                                                                work / f"eval/{name}"))
+    ms = stages.get(f"latency/{name}", lambda: latency_ms(args, spec, model, images,
+                                                          work / f"latency/{name}"))
+    r_bbox, r_segm, _ = stages.get(f"retrain_{name}", lambda: retrain(
+        args, spec, model, work / "runs", f"retrain_{name}"))
+    first_label = first.replace("L2-pth", "").replace("pth", "") + \
+        (" L2" if first.startswith("L2-") else " max")
+    return {"threshold": f"{first_label}, retrained, then {t}", "normalizer": normalizer,
+            "ratio": status["param_count"] / base["params"], "params": status["param_count"],
+            "gflops": status["gflops"], "ms": ms, "bbox": bbox, "segm": segm,
+            "bbox_retrained": r_bbox, "segm_retrained": r_segm}
 
 
 def fresh(folder):
@@ -300,6 +330,10 @@ def shapes_section(rows, info, args):
         lines += ["", f"At {', '.join(same)} `--task prune` removed no filter (scored, combined "
                   "in residual groups and rounded to the granularity, every layer keeps all its "
                   "filters): those rows are the unpruned model's."]
+    if any(", retrained, then" in str(r["threshold"]) for r in rows):
+        lines += ["", "A row \"A, retrained, then B\" is row A's model after its retraining, "
+                  "pruned again at threshold B (a pruned run prunes like any other) and retrained "
+                  "the same way; its ratio is against the unpruned model."]
     lines += ["", goal_line(rows)]
     return "\n".join(lines) + "\n"
 
@@ -358,6 +392,9 @@ def main():
     p.add_argument("--l2-thresholds", default="0.05,0.07,0.1",
                    help="the shapes part's thresholds with the L2 normalizer (TAO's -nm L2), "
                         "after --thresholds' with max; the ResNet-50 part keeps max")
+    p.add_argument("--chain", default="",
+                   help="rows pruned twice: STAGE:NORMALIZER:THRESHOLD,... (a row's retrained "
+                        "model, e.g. L2-pth0.07, pruned again and retrained)")
     p.add_argument("--retrain-steps", type=int, default=530)
     p.add_argument("--iters", type=int, default=3)
     p.add_argument("--workbench", default=str(ROOT / "build/bin/mrcnn-workbench"))
@@ -370,6 +407,7 @@ def main():
     args = p.parse_args()
     args.thresholds = [float(t) for t in args.thresholds.split(",") if t]
     args.l2_thresholds = [float(t) for t in args.l2_thresholds.split(",") if t]
+    args.chain = [c for c in args.chain.split(",") if c]
     args.r50_thresholds = [float(t) for t in args.r50_thresholds.split(",")]
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
