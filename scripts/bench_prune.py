@@ -220,7 +220,7 @@ def shapes(args, work):
                    for e in events((base / "events.jsonl").read_text()))
     return rows, {"base_step": b_step, "images": len(list(images.glob("*"))),
                   "size": base_status["gflops_at"],
-                  "precision": "fp32 (no native bf16 on this CPU)" if fallback else
+                  "precision": "fp32, as this CPU has no native bf16" if fallback else
                   "the spec's bf16 autocast"}
 
 
