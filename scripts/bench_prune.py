@@ -194,7 +194,8 @@ def shapes(args, work):
                                                                 normalizer=normalizer))
         model = out / "model.pt"
         row = {"threshold": t, "normalizer": normalizer, "ratio": status["pruning_ratio"],
-               "params": status["param_count"], "gflops": status["gflops"]}
+               "params": status["param_count"], "gflops": status["gflops"],
+               "cut": cut_layers(status)}
         if all(layer["kept"] == layer["filters"] for layer in status["layers"]):
             # Nothing removed: the unpruned model's numbers (the same weights, the same
             # retraining) instead of measuring them again.
@@ -247,7 +248,13 @@ def chained(args, stages, work, spec, images, base, chain):
     return {"threshold": f"{first_label}, retrained, then {t}", "normalizer": normalizer,
             "ratio": status["param_count"] / base["params"], "params": status["param_count"],
             "gflops": status["gflops"], "ms": ms, "bbox": bbox, "segm": segm,
-            "bbox_retrained": r_bbox, "segm_retrained": r_segm}
+            "bbox_retrained": r_bbox, "segm_retrained": r_segm, "cut": cut_layers(status)}
+
+
+def cut_layers(status):
+    """The layers a pruning cut, as "name kept/filters" (the backbone's prefix dropped)."""
+    return [f"{l['name'].removeprefix('backbone.body.')} {l['kept']}/{l['filters']}"
+            for l in status["layers"] if l["kept"] != l["filters"]]
 
 
 def fresh(folder):
@@ -330,6 +337,11 @@ def shapes_section(rows, info, args):
         lines += ["", f"At {', '.join(same)} `--task prune` removed no filter (scored, combined "
                   "in residual groups and rounded to the granularity, every layer keeps all its "
                   "filters): those rows are the unpruned model's."]
+    cut = [r for r in rows if r.get("cut")]
+    if cut:
+        lines += ["", "Where each pruning cut (kept/original filters; every other layer kept "
+                  "whole):", ""]
+        lines += [f"- {label(r)}: {', '.join(r['cut'])}" for r in cut]
     if any(", retrained, then" in str(r["threshold"]) for r in rows):
         lines += ["", "A row \"A, retrained, then B\" is row A's model after its retraining, "
                   "pruned again at threshold B (a pruned run prunes like any other) and retrained "
