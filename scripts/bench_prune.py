@@ -204,14 +204,7 @@ def shapes(args, work):
             rows.append(row)
             print(json.dumps(rows[-1]), flush=True)
             continue
-        bbox, segm, _ = stages.get(f"eval/{pth}", lambda: evaluate(args, spec, model,
-                                                                   work / f"eval/{pth}"))
-        ms = stages.get(f"latency/{pth}", lambda: latency_ms(args, spec, model, images,
-                                                             work / f"latency/{pth}"))
-        r_bbox, r_segm, _ = stages.get(f"retrain_{pth}", lambda: retrain(
-            args, spec, model, work / "runs", f"retrain_{pth}"))
-        row.update({"ms": ms, "bbox": bbox, "segm": segm, "bbox_retrained": r_bbox,
-                    "segm_retrained": r_segm})
+        row.update(measured(args, stages, work, spec, model, images, pth))
         rows.append(row)
         print(json.dumps(rows[-1]), flush=True)
     for chain in args.chain:
@@ -236,19 +229,25 @@ def chained(args, stages, work, spec, images, base, chain):
     out = work / f"pruned/{name}"
     status = stages.get(f"pruned/{name}", lambda: prune(args, spec, retrained, fresh(out), t,
                                                           normalizer=normalizer))
-    model = out / "model.pt"
+    first_label = first.replace("L2-pth", "").replace("pth", "") + \
+        (" L2" if first.startswith("L2-") else " max")
+    return {"threshold": f"{first_label}, retrained, then {t}", "normalizer": normalizer,
+            "ratio": status["param_count"] / base["params"], "params": status["param_count"],
+            "gflops": status["gflops"], "cut": cut_layers(status),
+            **measured(args, stages, work, spec, out / "model.pt", images, name)}
+
+
+def measured(args, stages, work, spec, model, images, name):
+    """A pruned model's stages: evaluated, timed, retrained (each kept in WORK/results.json
+    under its stage name)."""
     bbox, segm, _ = stages.get(f"eval/{name}", lambda: evaluate(args, spec, model,
                                                                 work / f"eval/{name}"))
     ms = stages.get(f"latency/{name}", lambda: latency_ms(args, spec, model, images,
                                                           work / f"latency/{name}"))
     r_bbox, r_segm, _ = stages.get(f"retrain_{name}", lambda: retrain(
         args, spec, model, work / "runs", f"retrain_{name}"))
-    first_label = first.replace("L2-pth", "").replace("pth", "") + \
-        (" L2" if first.startswith("L2-") else " max")
-    return {"threshold": f"{first_label}, retrained, then {t}", "normalizer": normalizer,
-            "ratio": status["param_count"] / base["params"], "params": status["param_count"],
-            "gflops": status["gflops"], "ms": ms, "bbox": bbox, "segm": segm,
-            "bbox_retrained": r_bbox, "segm_retrained": r_segm, "cut": cut_layers(status)}
+    return {"ms": ms, "bbox": bbox, "segm": segm, "bbox_retrained": r_bbox,
+            "segm_retrained": r_segm}
 
 
 def cut_layers(status):
