@@ -25,6 +25,7 @@
 #include "engine/setup/data_setup.h"
 #include "engine/setup/device.h"
 #include "engine/setup/model_config.h"
+#include "engine/setup/precision.h"
 #include "engine/setup/weights.h"
 #include "engine/tasks/op_profile.h"
 #include "engine/tasks/task_common.h"
@@ -124,6 +125,13 @@ int runBenchmark(const TaskOptions& options, const BenchmarkOptions& bench, std:
   if (env.distributed() && choice.name.starts_with("cuda"))
     choice.name = "cuda:" + std::to_string(env.local_rank);
   const c10::Device device(choice.name);
+  // The spec's precision as training and inference run it: bf16 on a CPU without native bf16
+  // runs in fp32 there, so the benchmark does too (it would time LibTorch's emulation).
+  std::string precision_error;
+  const std::optional<Precision> precision = precisionFromSpec(s, device, &precision_error);
+  if (!precision) {
+    return fail("bad_spec", options.spec_path.string() + ": " + precision_error, kExitBadSpec);
+  }
   const bool training = bench.mode == "train";
   const uint64_t steps = bench.steps;
   const uint64_t warmup = std::max<uint64_t>(2, steps / 10);
@@ -163,7 +171,8 @@ int runBenchmark(const TaskOptions& options, const BenchmarkOptions& bench, std:
                                    static_cast<uint32_t>(env.world_size), steps, 0, MRCNN_VERSION));
     std::ostringstream what;
     what << bench.mode << ", batch " << batch << " of " << height << "x" << width << " per rank, "
-         << env.world_size << " rank(s), " << warmup << " warm-up + " << steps << " timed steps";
+         << env.world_size << " rank(s), " << precision->name << ", " << warmup << " warm-up + "
+         << steps << " timed steps";
     events.write(train::logEvent("benchmark: " + what.str()));
 
     FakeBatch data = fakeBatch(batch, height, width, s.data_config().num_classes(), device, masks);
@@ -181,8 +190,10 @@ int runBenchmark(const TaskOptions& options, const BenchmarkOptions& bench, std:
     } else {
       net->prepareForInference();
     }
-    const bool amp = s.use_amp();
-    const at::ScalarType amp_dtype = s.amp_dtype() == "bf16" ? at::kBFloat16 : at::kHalf;
+    if (!precision->fallback.empty())
+      events.write(train::warningEvent("precision_fallback", precision->fallback));
+    const bool amp = precision->autocast;
+    const at::ScalarType amp_dtype = precision->dtype;
     // fp16 training scales the loss as the trainer does (its cost is part of the step).
     train::LossScalerOptions scaler_options;
     scaler_options.enabled = training && amp && amp_dtype == at::kHalf;

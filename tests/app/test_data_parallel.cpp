@@ -20,6 +20,7 @@
 // Frozen batch norm: trainable batch norm normalises per rank (as DDP without SyncBatchNorm).
 // LibTorch before Qt: Qt's `slots` macro would rewrite a LibTorch member function.
 #include <ATen/ATen.h>
+#include <ATen/cpu/Utils.h>
 #include <signal.h>
 
 #include <QCoreApplication>
@@ -28,6 +29,7 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QThread>
 #include <QtTest>
@@ -40,6 +42,7 @@
 
 #include "engine/train/checkpoint.h"
 #include "specs/events.h"
+#include "tests/common/native_bf16.h"
 
 namespace {
 
@@ -396,6 +399,31 @@ class TestDataParallel : public QObject {
     QVERIFY2(resumed.out.contains("resuming") || resumed.out.contains("resum"),
              qPrintable(resumed.out.left(3000)));
     QCOMPARE(last(run_dir).step, uint64_t{6});
+  }
+
+  // --task benchmark with 2 ranks: synthetic batches of the spec's size, the global rate, the
+  // step-time percentiles and the all-reduce time; in the precision training would use here
+  // (the spec's bf16 on a CPU with native bf16, else fp32 with the fallback warning), not
+  // LibTorch's bf16 emulation.
+  void theBenchmarkTimesStepsInTrainingsPrecision() {
+    const Run r = run(workbench_, QStringList{"--nproc-per-node", "2", "--headless",
+                                              sourceDir() + "/specs/shapes_resnet18.txt", "--task",
+                                              "benchmark", "--mode", "train", "--steps", "2"} +
+                                      sets(data_, 1, 2) +
+                                      QStringList{"--set", "use_amp=True"});  // the spec's bf16
+    QVERIFY2(r.exit_code == 0, qPrintable(r.err + r.out.right(2000)));
+    const bool native = mrcnn::testing::cpuHasNativeBf16();
+    const QString precision = native ? "bf16" : "fp32";
+    QVERIFY2(r.out.contains(QRegularExpression(
+                 "benchmark: train, batch 1 of \\d+x\\d+ per rank, 2 rank\\(s\\), " + precision +
+                 ", 2 warm-up \\+ 2 timed steps")),
+             qPrintable(r.out.left(3000)));
+    QCOMPARE((r.out + r.err).contains("precision_fallback"), !native);
+    QVERIFY2(r.out.contains(QRegularExpression(
+                 "benchmark train: \\d+\\.\\d\\d images/s \\(global\\), step time p50 "
+                 "\\d+\\.\\d ms, p90 \\d+\\.\\d ms, p99 \\d+\\.\\d ms; peak RSS \\d+ "
+                 "MiB; gradient all-reduce \\d+\\.\\d ms per step")),
+             qPrintable(r.out.right(2000)));
   }
 };
 

@@ -36,21 +36,14 @@
 
 #include "engine/train/checkpoint.h"
 #include "specs/events.h"
+#include "tests/common/native_bf16.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-// As the engine decides whether use_amp's bf16 runs (engine/setup/precision.h).
-bool cpuHasNativeBf16() {
-  const auto caps = at::cpu::get_cpu_capabilities();
-  for (const char* key : {"avx512_bf16", "amx_bf16"}) {
-    const auto it = caps.find(key);
-    if (it != caps.end() && it->second.isBool() && it->second.toBool()) return true;
-  }
-  return false;
-}
 using mrcnn::events::Event;
+using mrcnn::testing::cpuHasNativeBf16;
 
 constexpr int kTotalSteps = 12;
 constexpr int kSaveEvery = 3;
