@@ -229,9 +229,9 @@ def chained(args, stages, work, spec, images, base, chain):
     out = work / f"pruned/{name}"
     status = stages.get(f"pruned/{name}", lambda: prune(args, spec, retrained, fresh(out), t,
                                                           normalizer=normalizer))
-    first_label = first.replace("L2-pth", "").replace("pth", "") + \
-        (" L2" if first.startswith("L2-") else " max")
-    return {"threshold": f"{first_label}, retrained, then {t}", "normalizer": normalizer,
+    first_normalizer, first_t = first.rsplit("pth", 1)
+    return {"threshold": f"{first_t} {first_normalizer.rstrip('-') or 'max'}, retrained, then {t}",
+            "normalizer": normalizer,
             "ratio": status["param_count"] / base["params"], "params": status["param_count"],
             "gflops": status["gflops"], "cut": cut_layers(status),
             **measured(args, stages, work, spec, out / "model.pt", images, name)}
