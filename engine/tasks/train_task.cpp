@@ -225,6 +225,9 @@ int TrainTask::run() {
     state.position = resume->data_position;
     log("resuming at step " + std::to_string(state.step) + " (epoch " +
         std::to_string(state.epoch) + ", position " + std::to_string(state.position) + ")");
+    if (state.step >= total_steps)
+      log("step " + std::to_string(state.step) + " is the spec's last (total_steps " +
+          std::to_string(total_steps) + "): nothing to train; raise total_steps to train on");
     if (resume->world_size != world) {
       events.write(train::warningEvent(
           "world_size_changed",
@@ -319,7 +322,14 @@ int TrainTask::run() {
   if (store.bestMetric()) summary << "; best bbox mAP " << *store.bestMetric();
   if (store.best()) summary << "; best checkpoint " << store.best()->string();
 
-  if (end.status == "ok" && val_source && !data->val_image_dir.empty() && launch.rank == 0) {
+  // A finished run trained again: its weights are those its overlays were drawn with.
+  const bool overlays_drawn =
+      end.step == end.first_step && fs::exists(run_dir.inferenceDir() / "results.json");
+  if (end.status == "ok" && val_source && launch.rank == 0 && overlays_drawn) {
+    log("the weights did not change: the overlays in " + run_dir.inferenceDir().string() +
+        " are theirs");
+    summary << "; overlays in " << run_dir.inferenceDir().string();
+  } else if (end.status == "ok" && val_source && !data->val_image_dir.empty() && launch.rank == 0) {
     // Overlays of the validation images with the final weights.
     TaskOptions inference_options = options;
     inference_options.run_dir = run_dir.root();

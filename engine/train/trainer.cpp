@@ -68,22 +68,23 @@ Trainer::Trainer(model::MaskRCNNImpl& net, Solver& solver, LossScaler& scaler,
       state_(std::move(state)) {}
 
 void Trainer::run() {
+  // An evaluation a hook ran (or took from the record of a resumed step) goes to every hook.
+  const auto evaluated = [&] {
+    if (!state_.eval) return;
+    each([&](TrainHook& h) { h.afterEval(state_); });
+    state_.eval.reset();
+  };
   each([&](TrainHook& h) { h.beforeTrain(state_); });
+  evaluated();
   while (state_.step < state_.total_steps && !state_.stop) {
     each([&](TrainHook& h) { h.beforeStep(state_); });
     runStep();
     ++state_.step;
     each([&](TrainHook& h) { h.afterStep(state_); });
-    if (state_.eval) {
-      each([&](TrainHook& h) { h.afterEval(state_); });
-      state_.eval.reset();
-    }
+    evaluated();
   }
   each([&](TrainHook& h) { h.beforeEnd(state_); });
-  if (state_.eval) {
-    each([&](TrainHook& h) { h.afterEval(state_); });
-    state_.eval.reset();
-  }
+  evaluated();
   each([&](TrainHook& h) { h.afterTrain(state_); });
 }
 

@@ -35,16 +35,16 @@ struct EvalOutcome {
 struct TrainState {
   uint64_t step = 0;  // steps done
   uint64_t total_steps = 0;
-  uint64_t first_step = 0;  // where this process started (a resume's step)
-  uint64_t epoch = 0;       // where the data goes on
-  uint64_t position = 0;    // (the global position in data-parallel runs)
-  double lr = 0;            // of the step being taken (the schedule hook sets it)
-  StepLosses losses;        // of the last step
-  uint64_t images = 0;      // of the last step, every rank's
-  double data_wait = 0;     // seconds the last step waited for its batches (this rank)
-  bool stop_requested = false;  // SIGINT/SIGTERM reached a rank: a graceful stop
-  bool stop = false;            // a hook ends the run after this step
-  std::string status = "ok";    // "stopped" after a graceful stop
+  uint64_t first_step = 0;          // where this process started (a resume's step)
+  uint64_t epoch = 0;               // where the data goes on
+  uint64_t position = 0;            // (the global position in data-parallel runs)
+  double lr = 0;                    // of the step being taken (the schedule hook sets it)
+  StepLosses losses;                // of the last step
+  uint64_t images = 0;              // of the last step, every rank's
+  double data_wait = 0;             // seconds the last step waited for its batches (this rank)
+  bool stop_requested = false;      // SIGINT/SIGTERM reached a rank: a graceful stop
+  bool stop = false;                // a hook ends the run after this step
+  std::string status = "ok";        // "stopped" after a graceful stop
   std::optional<EvalOutcome> eval;  // an evaluation made in this step, for afterEval
 };
 
@@ -58,14 +58,16 @@ struct MicroBatch {
 class TrainHook {
  public:
   virtual ~TrainHook() = default;
+  // Before the first step; may set state.eval (a resumed step's evaluation on record):
+  // afterEval follows.
   virtual void beforeTrain(TrainState&) {}
   virtual void beforeStep(TrainState&) {}
   virtual void afterBatch(TrainState&, const dataset::Batch&) {}  // each batch read (warnings)
   virtual void beforeBackward(TrainState&, MicroBatch&) {}
   virtual void afterBackward(TrainState&) {}  // gradients complete, before the solver step
   virtual void afterStep(TrainState&) {}
-  virtual void afterEval(TrainState&) {}     // state.eval holds the evaluation
-  virtual void beforeEnd(TrainState&) {}     // the loop is over (may evaluate: afterEval follows)
+  virtual void afterEval(TrainState&) {}  // state.eval holds the evaluation
+  virtual void beforeEnd(TrainState&) {}  // the loop is over (may evaluate: afterEval follows)
   virtual void afterTrain(TrainState&) {}
 };
 
@@ -107,7 +109,8 @@ class Trainer {
   MicroBatch forward(const dataset::Batch& batch, model::MaskRCNNLosses& losses);
   template <typename F>
   void each(F f) {
-    for (auto& h : hooks_) f(*h);
+    for (auto& h : hooks_)
+      f(*h);
   }
 
   model::MaskRCNNImpl& net_;

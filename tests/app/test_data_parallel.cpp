@@ -276,9 +276,10 @@ class TestDataParallel : public QObject {
     QVERIFY(std::abs(la[0] - lb[0]) <= 1e-5 * std::abs(la[0]));
   }
 
-  // A finished one-process run evaluated again by 2 ranks (a resume with nothing left to
-  // train evaluates at the end): each rank runs every other of 5 images, rank 0 gathers the
-  // detections in file order and evaluates once, to the same numbers.
+  // A finished one-process run whose final evaluation is not on record (as if it was killed
+  // during it) resumed by 2 ranks, which evaluate at the end: each rank runs every other of 5
+  // images, rank 0 gathers the detections in file order and evaluates once, to the same
+  // numbers. With the record there, the ranks agree not to evaluate again.
   void shardedEvaluationEqualsOneRank() {
     const QString run_dir = dir_.filePath("eval");
     QStringList args = trainArgs(run_dir, data_, 1, 2);
@@ -288,6 +289,13 @@ class TestDataParallel : public QObject {
          << "data_config.shapes_dataset.root=" + dir_.filePath("shapes5");
     const Run one = run(workbench_, args);
     QVERIFY2(one.exit_code == 0, qPrintable(one.err));
+    const QString record = run_dir + "/eval/step-2.json";
+    QVERIFY(QFile::exists(record));
+    const Run again = run(workbench_, QStringList{"--nproc-per-node", "2"} + args);
+    QVERIFY2(again.exit_code == 0, qPrintable(again.err + again.out.right(2000)));
+    QVERIFY2(again.out.contains("step 2 was evaluated before"), qPrintable(again.out.right(2000)));
+    QCOMPARE(evalEvents(run_dir).size(), size_t{1});
+    QVERIFY(QFile::remove(record));
     const Run two = run(workbench_, QStringList{"--nproc-per-node", "2"} + args);
     QVERIFY2(two.exit_code == 0, qPrintable(two.err + two.out.right(2000)));
     const auto evals = evalEvents(run_dir);

@@ -14,6 +14,7 @@
 #include <QtEndian>
 #include <QtTest>
 #include <algorithm>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -98,7 +99,8 @@ class HeadlessTest : public QObject, mrcnn::testing::TrainedRunFixture {
 
   // A short real training run end to end: the shapes dataset generated, events written,
   // evaluation and checkpoints on schedule, overlays at the end; run again, it resumes from
-  // the last checkpoint instead of starting over.
+  // the last checkpoint instead of starting over, and, finished, neither evaluates again nor
+  // redraws its overlays.
   void trainRunsEvaluatesCheckpointsAndResumes() {
     const TrainedRun& t = trained();
     const QTemporaryDir& dir = t.dir;
@@ -140,6 +142,9 @@ class HeadlessTest : public QObject, mrcnn::testing::TrainedRunFixture {
     QVERIFY2(r.code == 0, qPrintable(r.out + r.err));
     QVERIFY2(r.out.contains("shapes dataset up to date"), qPrintable(r.out));
     QVERIFY2(r.out.contains("resuming at step 4"), qPrintable(r.out));
+    QVERIFY2(r.out.contains("nothing to train"), qPrintable(r.out));
+    QVERIFY2(r.out.contains("step 4 was evaluated before"), qPrintable(r.out));
+    QVERIFY2(r.out.contains("the weights did not change"), qPrintable(r.out));
 
     // TensorBoard's own reader agrees with events.jsonl: each progress event's losses and
     // learning rate and each evaluation's 12 stats of both types, at their steps (as 32-bit
@@ -173,8 +178,7 @@ class HeadlessTest : public QObject, mrcnn::testing::TrainedRunFixture {
           QCOMPARE(at(QString("eval/bbox_") + names[i], e.step()), as_float(e.bbox().stats(i)));
           QCOMPARE(at(QString("eval/segm_") + names[i], e.step()), as_float(e.segm().stats(i)));
         }
-        // The validation losses of the same pass (the resume's evaluation at step 4 gives the
-        // same numbers as the run's: each image samples from its own key).
+        // The validation losses of the same pass.
         QVERIFY(e.has_val_losses());
         QVERIFY(e.val_losses().total() > 0 && e.val_losses().mask() > 0);
         QCOMPARE(at("val_loss/total", e.step()), as_float(e.val_losses().total()));
@@ -184,7 +188,7 @@ class HeadlessTest : public QObject, mrcnn::testing::TrainedRunFixture {
                  as_float(e.val_losses().fast_rcnn_class()));
         QCOMPARE(at("val_loss/mask", e.step()), as_float(e.val_losses().mask()));
         // visualize_images_summary: the 3 validation images drawn, on disk and in TensorBoard
-        // (the same PNG bytes; the resume draws step 4 again, alike).
+        // (the same PNG bytes).
         QCOMPARE(e.overlay_paths_size(), 3);
         for (const std::string& path : e.overlay_paths()) {
           const QString file = QString::fromStdString(path);
@@ -214,7 +218,7 @@ class HeadlessTest : public QObject, mrcnn::testing::TrainedRunFixture {
       }
     }
     QCOMPARE(progress, 4);
-    QCOMPARE(evaluations, 3);  // at steps 2 and 4, and step 4 again by the resume
+    QCOMPARE(evaluations, 2);  // at steps 2 and 4; the resume does not evaluate step 4 again
   }
 
   // The run's log.txt: every event in readable form, each line timestamped; a log event's
@@ -283,6 +287,57 @@ class HeadlessTest : public QObject, mrcnn::testing::TrainedRunFixture {
     QCOMPARE(checkpoints, QList<uint64_t>{3});
     QCOMPARE(QDir(dir.filePath("run/checkpoints")).entryList({"*.pt"}),
              QStringList{"model.step-3.pt"});
+  }
+
+  // A resumed step that was evaluated before takes its numbers from eval/step-N.json, and the
+  // hooks after an evaluation see them: here the early stop, whose targets the record meets,
+  // so the run given 2 more steps stops at once, training and evaluating nothing. Without the
+  // record (a run killed during its final evaluation) the step is evaluated again.
+  void aResumedStepTakesItsEvaluationFromTheRecord() {
+    const TrainedRun& t = trained();
+    QVERIFY2(t.first.code == 0, qPrintable(t.first.err));
+    const QString copy = t.dir.filePath("record-copy");
+    std::filesystem::copy(t.run.toStdString(), copy.toStdString(),
+                          std::filesystem::copy_options::recursive);
+    const QString record = copy + "/eval/step-4.json";
+    QVERIFY(QFile::exists(record));
+    const auto stats = [](const char* ap) { return QString("[%1,0,0,0,0,0,0,0,0,0,0,0]").arg(ap); };
+    writeFile(
+        t.dir, "record-copy/eval/step-4.json",
+        ("{\"bbox\":{\"stats\":" + stats("0.5") + "},\"segm\":{\"stats\":" + stats("0.4") + "}}")
+            .toUtf8());
+    Run r = engine(engineArgs({"--run-dir", copy, "--set", "total_steps=6", "--set",
+                               "target_bbox_map=0.45", "--set", "target_segm_map=0.35"}));
+    QVERIFY2(r.code == 0, qPrintable(r.out + r.err));
+    QString bad;
+    auto events = eventsOf(r.out.toUtf8(), &bad);
+    QVERIFY2(bad.isEmpty(), qPrintable(bad));
+    QStringList types = typesOf(events);
+    QVERIFY2(!types.contains("progress") && !types.contains("eval") && types.last() == "done",
+             qPrintable(types.join(' ')));
+    // The record's numbers reach the checkpoint store too: step 4's checkpoint, now the best
+    // (the forged 0.5 beats the run's own), and no other is written.
+    for (const auto& e : events)
+      if (e.type() == "checkpoint") QCOMPARE(e.step(), 4u);
+    QString logs;
+    for (const auto& e : events)
+      if (e.type() == "log") logs += QString::fromStdString(e.text()) + '\n';
+    QVERIFY2(logs.contains("step 4 was evaluated before (") &&
+                 logs.contains("): bbox AP 0.5, segm AP 0.4; not evaluated again") &&
+                 logs.contains("target mAP reached at step 4"),
+             qPrintable(logs));
+    QVERIFY2(QString::fromStdString(events.back().summary()).startsWith("step 4 of 6"),
+             events.back().summary().c_str());
+    QVERIFY(!QFile::exists(copy + "/checkpoints/model.step-6.pt"));
+
+    QVERIFY(QFile::remove(record));
+    r = engine(engineArgs({"--run-dir", copy}));
+    QVERIFY2(r.code == 0, qPrintable(r.out + r.err));
+    events = eventsOf(r.out.toUtf8(), &bad);
+    types = typesOf(events);
+    QVERIFY2(types.count("eval") == 1 && !types.contains("progress"), qPrintable(types.join(' ')));
+    QCOMPARE(events[static_cast<size_t>(types.indexOf("eval"))].step(), 4u);
+    QVERIFY(QFile::exists(record));
   }
 
   // --task evaluate from the spec: the run's last checkpoint on the validation set scores what

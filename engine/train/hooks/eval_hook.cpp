@@ -1,9 +1,12 @@
 #include <ATen/ATen.h>
 
 #include <filesystem>
+#include <optional>
+#include <sstream>
 #include <string>
 
 #include "engine/dist/data_parallel.h"
+#include "engine/eval/metrics_record.h"
 #include "engine/train/checkpoint.h"
 #include "engine/train/event_writer.h"
 #include "engine/train/hooks/hooks.h"
@@ -41,11 +44,52 @@ class EvalHook : public TrainHook {
       evaluate(s);
   }
 
+  // A resumed run whose step was evaluated before (a finished run trained again, or one
+  // stopped early at its target) takes that evaluation from its record instead of running it
+  // again: the hooks after an evaluation (early stop, the best checkpoint) get its numbers.
+  // Without the record (the run ended before writing it) the step is evaluated as usual.
+  void beforeTrain(TrainState& s) override {
+    if (s.step == 0 || s.step != s.first_step) return;
+    const std::optional<EvalOutcome> recorded = onRecord(s.step);
+    if (!recorded) return;
+    last_step_ = s.step;
+    s.eval = recorded;
+    std::ostringstream text;
+    text << "step " << s.step << " was evaluated before (" << run_dir_.evalFile(s.step).string()
+         << "): bbox AP " << recorded->bbox_ap << ", segm AP " << recorded->segm_ap
+         << "; not evaluated again";
+    events_.write(logEvent(text.str()));
+  }
+
   void beforeEnd(TrainState& s) override {
     if (s.status == "ok" && last_step_ != s.step) evaluate(s);
   }
 
  private:
+  // The evaluation of `step` on record, as rank 0 reads it (the others may not see its
+  // files); every rank gets the same answer.
+  std::optional<EvalOutcome> onRecord(uint64_t step) {
+    const bool first = parallel_ == nullptr || parallel_->group().rank() == 0;
+    std::optional<EvalOutcome> found;
+    if (first) {
+      // A box-only model's segm AP is its bbox AP.
+      if (const auto ap = eval::readRecordedAp(run_dir_.evalFile(step)))
+        found = EvalOutcome{ap->bbox, ap->segm.value_or(ap->bbox)};
+    }
+    if (parallel_ != nullptr) {
+      at::Tensor record = at::tensor({found ? 1.0 : 0.0, found ? found->bbox_ap : 0.0,
+                                      found ? found->segm_ap : 0.0},
+                                     at::kDouble)
+                              .to(parallel_->group().device());
+      parallel_->group().broadcast(record, 0, "broadcast of the evaluation on record");
+      const at::Tensor cpu = record.cpu();
+      found.reset();
+      if (cpu[0].item<double>() > 0)
+        found = EvalOutcome{cpu[1].item<double>(), cpu[2].item<double>()};
+    }
+    return found;
+  }
+
   void evaluate(TrainState& s) {
     last_step_ = s.step;
     // The training's random stream stays where it was: a run evaluated at step E trains
