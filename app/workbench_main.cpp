@@ -21,6 +21,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QIcon>
+#include <QMessageBox>
 #include <QTimer>
 #include <cstring>
 #include <iostream>
@@ -30,6 +31,7 @@
 #include <vector>
 
 #include "app/headless.h"
+#include "engine/exit_codes.h"
 #include "ui/analysis/analysis_view.h"
 #include "ui/dataset_browser/dataset_browser.h"
 #include "ui/main_window/main_window.h"
@@ -72,8 +74,10 @@ QString missingCompanions(const Opened& o) {
   return {};
 }
 
-// Opens what the options name in the window's views (checked by missingCompanions first).
-void openAll(MainWindow& window, const Opened& o) {
+// Opens what the options name in the window's views (checked by missingCompanions first);
+// returns what could not be opened, each naming its option and file.
+QStringList openAll(MainWindow& window, const Opened& o) {
+  QStringList errors;
   if (!o.runs.isEmpty()) {
     auto* runs = qobject_cast<mrcnn::ui::RunsView*>(window.view(MainWindow::View::Runs));
     for (const QString& dir : o.runs)
@@ -133,18 +137,19 @@ void openAll(MainWindow& window, const Opened& o) {
     auto* analysis =
         qobject_cast<mrcnn::ui::AnalysisView*>(window.view(MainWindow::View::Analysis));
     QString error;
-    if (!analysis->openMetrics(o.analysis, &error)) {
-      std::cerr << "mrcnn-workbench: --analysis: " << error.toStdString() << '\n';
-      return;
+    if (analysis->openMetrics(o.analysis, &error)) {
+      if (o.analysis_class >= 0) analysis->selectClass(o.analysis_class);
+      if (o.analysis_row >= 0) analysis->showCell(o.analysis_row, o.analysis_column);
+    } else {
+      errors << u"--analysis: "_qs + error;
     }
-    if (o.analysis_class >= 0) analysis->selectClass(o.analysis_class);
-    if (o.analysis_row >= 0) analysis->showCell(o.analysis_row, o.analysis_column);
   }
   if (!o.prune_result.isEmpty()) {
     QString error;
     if (!window.pruneFlow()->openResult(o.prune_result, &error))
-      std::cerr << "mrcnn-workbench: --prune-result: " << error.toStdString() << '\n';
+      errors << u"--prune-result: "_qs + error;
   }
+  return errors;
 }
 
 // The window's command line, parsed and checked before any window exists: --help, --version
@@ -394,8 +399,18 @@ int main(int argc, char** argv) {
   mrcnn::ui::MainWindow window;
   if (!cl.specs.isEmpty()) window.openSpec(cl.specs.front());
   if (cl.view > 0) window.showView(static_cast<mrcnn::ui::MainWindow::View>(cl.view - 1));
-  openAll(window, cl.opened);
+  const QStringList errors = openAll(window, cl.opened);
+  for (const QString& error : errors)
+    std::cerr << "mrcnn-workbench: " << error.toStdString() << '\n';
+  // A screenshot would not show what was asked for: the files could not be used.
+  if (!errors.isEmpty() && !cl.screenshot.isEmpty()) return mrcnn::engine::kExitBadData;
   window.show();
+  if (!errors.isEmpty()) {
+    auto* box = new QMessageBox(QMessageBox::Warning, QApplication::applicationDisplayName(),
+                                u"Not opened:\n"_qs + errors.join(u'\n'), QMessageBox::Ok, &window);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->open();
+  }
 
   if (!cl.screenshot.isEmpty()) {
     // Long enough for the first layout and paint of every view, and the files read off the

@@ -207,6 +207,28 @@ class BadInputsTest : public QObject {
     QVERIFY2(r.err.contains("--results needs --results-images"), qPrintable(r.err));
   }
 
+  // A file the window is asked to open that cannot be used: the error names the option and
+  // the file; with --screenshot (automation) the run ends with 4 and no picture of a window
+  // that does not show what was asked for.
+  void windowFilesThatCannotBeOpened() {
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("QT_QPA_PLATFORM", "offscreen");
+    QTemporaryDir dir;
+    const QString workbench = binDir() + "/mrcnn-workbench";
+    const QString shot = dir.filePath("shot.png");
+    Run r = runProcess(
+        workbench, {"--prune-result", dir.filePath("no-prune"), "--screenshot", shot}, env, 60000);
+    QCOMPARE(r.code, 4);
+    QVERIFY2(r.err.contains("--prune-result: " + dir.filePath("no-prune/status.json")),
+             qPrintable(r.err));
+    QVERIFY(!QFile::exists(shot));
+    const QString metrics = writeFile(dir, "metrics.json", "{\"bbox\": ");
+    r = runProcess(workbench, {"--analysis", metrics, "--screenshot", shot}, env, 60000);
+    QCOMPARE(r.code, 4);
+    QVERIFY2(r.err.contains("--analysis: ") && r.err.contains(metrics), qPrintable(r.err));
+    QVERIFY(!QFile::exists(shot));
+  }
+
   // A decompression bomb, an empty file, a truncated JPEG and a text file named .jpg beside a
   // good image: four warnings naming their files, the good image's detections.
   void inferenceSkipsEveryKindOfBadImage() {
