@@ -1,15 +1,34 @@
 #include "engine/dist/process_group.h"
 
 #include <ATen/ATen.h>
-#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <algorithm>
 #include <cstring>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <utility>
 
 #include "engine/dist/backends.h"
 
 namespace mrcnn::dist {
+namespace {
+
+// Adds the seconds of its scope to `total`.
+class Timed {
+ public:
+  explicit Timed(double& total) : total_(total), start_(std::chrono::steady_clock::now()) {}
+  ~Timed() {
+    total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  Timed(const Timed&) = delete;
+  Timed& operator=(const Timed&) = delete;
+
+ private:
+  double& total_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace
 
 struct ProcessGroup::Impl {
   c10::intrusive_ptr<c10d::Store> store;
@@ -19,6 +38,7 @@ struct ProcessGroup::Impl {
   c10::Device device{c10::kCPU};
   std::string name;
   std::chrono::milliseconds timeout{0};
+  double collective_seconds = 0;
 
   // Waits for `work`; any failure becomes a CollectiveError naming the collective.
   void wait(const c10::intrusive_ptr<c10d::Work>& work, std::string_view what) const {
@@ -76,13 +96,27 @@ std::unique_ptr<ProcessGroup> ProcessGroup::join(const LaunchEnv& env, const c10
   return std::unique_ptr<ProcessGroup>(new ProcessGroup(std::move(impl)));
 }
 
-int ProcessGroup::rank() const { return impl_->rank; }
-int ProcessGroup::size() const { return impl_->size; }
-const c10::Device& ProcessGroup::device() const { return impl_->device; }
-std::string ProcessGroup::backendName() const { return impl_->name; }
-std::chrono::milliseconds ProcessGroup::timeout() const { return impl_->timeout; }
+int ProcessGroup::rank() const {
+  return impl_->rank;
+}
+int ProcessGroup::size() const {
+  return impl_->size;
+}
+const c10::Device& ProcessGroup::device() const {
+  return impl_->device;
+}
+std::string ProcessGroup::backendName() const {
+  return impl_->name;
+}
+std::chrono::milliseconds ProcessGroup::timeout() const {
+  return impl_->timeout;
+}
+double ProcessGroup::collectiveSeconds() const {
+  return impl_->collective_seconds;
+}
 
 void ProcessGroup::allReduceSum(at::Tensor& tensor, std::string_view what) {
+  const Timed timed(impl_->collective_seconds);
   std::vector<at::Tensor> tensors{tensor};
   c10d::AllreduceOptions options;
   options.timeout = impl_->timeout;
@@ -90,6 +124,7 @@ void ProcessGroup::allReduceSum(at::Tensor& tensor, std::string_view what) {
 }
 
 void ProcessGroup::broadcast(at::Tensor& tensor, int root, std::string_view what) {
+  const Timed timed(impl_->collective_seconds);
   std::vector<at::Tensor> tensors{tensor};
   c10d::BroadcastOptions options;
   options.rootRank = root;
@@ -99,13 +134,15 @@ void ProcessGroup::broadcast(at::Tensor& tensor, int root, std::string_view what
 
 std::vector<std::string> ProcessGroup::allGatherBytes(const std::string& bytes,
                                                       std::string_view what) {
+  const Timed timed(impl_->collective_seconds);
   const auto on_device = at::TensorOptions().device(impl_->device);
   const auto n = static_cast<size_t>(impl_->size);
   // Sizes first, then every rank's bytes padded to the longest.
   std::vector<at::Tensor> size_in{
       at::full({1}, static_cast<int64_t>(bytes.size()), on_device.dtype(at::kLong))};
   std::vector<std::vector<at::Tensor>> size_out(1);
-  for (size_t r = 0; r < n; ++r) size_out[0].push_back(at::empty({1}, on_device.dtype(at::kLong)));
+  for (size_t r = 0; r < n; ++r)
+    size_out[0].push_back(at::empty({1}, on_device.dtype(at::kLong)));
   impl_->wait(impl_->backend->allgather(size_out, size_in), what);
   std::vector<int64_t> sizes;
   int64_t longest = 1;
@@ -117,7 +154,8 @@ std::vector<std::string> ProcessGroup::allGatherBytes(const std::string& bytes,
   if (!bytes.empty()) std::memcpy(mine.data_ptr(), bytes.data(), bytes.size());
   std::vector<at::Tensor> data_in{mine.to(impl_->device)};
   std::vector<std::vector<at::Tensor>> data_out(1);
-  for (size_t r = 0; r < n; ++r) data_out[0].push_back(at::empty({longest}, on_device.dtype(at::kByte)));
+  for (size_t r = 0; r < n; ++r)
+    data_out[0].push_back(at::empty({longest}, on_device.dtype(at::kByte)));
   impl_->wait(impl_->backend->allgather(data_out, data_in), what);
   std::vector<std::string> out;
   for (size_t r = 0; r < n; ++r) {

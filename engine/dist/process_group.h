@@ -52,6 +52,11 @@ class ProcessGroup {
   std::vector<std::string> allGatherBytes(const std::string& bytes, std::string_view what);
   void barrier(std::string_view what);
 
+  // Seconds this rank spent in the collectives above, from the call to its return: the
+  // transfer and the wait for slower ranks. Host time: on NCCL, whose wait only orders the
+  // GPU streams, it is the launches' alone.
+  double collectiveSeconds() const;
+
  private:
   struct Impl;
   explicit ProcessGroup(std::unique_ptr<Impl> impl);

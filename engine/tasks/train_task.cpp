@@ -287,6 +287,7 @@ int TrainTask::run() {
     trainer.add(train::makeDataParallelHook(
         *parallel, events,
         {mo.rpn.box_loss_weight, mo.roi_heads.box_loss_weight, mo.roi_heads.mask_loss_weight}));
+    trainer.add(train::makeRankBalanceHook(parallel->group(), events));
   }
   trainer.add(train::makeEventsHook(events, s.logging_frequency(), scaler));
   if (validator) {

@@ -223,6 +223,18 @@ class TestDataParallel : public QObject {
     QVERIFY2(two.exit_code == 0, qPrintable(two.err + two.out.right(2000)));
     QVERIFY2(two.out.contains("2 ranks") || two.out.contains("world"),
              qPrintable(two.out.left(2000)));
+    // Where each rank's step went, gathered to rank 0: compute, data, collectives (ms); the
+    // all-reduce of every step makes the last non-zero. One process has no such line.
+    const QRegularExpression balance(
+        "per step, ms \\(compute \\+ data \\+ collectives[^)]*\\): rank 0 (\\d+) \\+ (\\d+) \\+ "
+        "(\\d+); rank 1 (\\d+) \\+ (\\d+) \\+ (\\d+)");
+    const QRegularExpressionMatch m = balance.match(two.out);
+    QVERIFY2(m.hasMatch(), qPrintable(two.out.right(3000)));
+    for (int rank : {0, 1}) {
+      QVERIFY2(m.captured(1 + 3 * rank).toInt() > 0 && m.captured(3 + 3 * rank).toInt() > 0,
+               qPrintable(m.captured(0)));
+    }
+    QVERIFY(!one.out.contains("per step, ms (compute"));
     const double same = maxDifference(last(dir_.filePath("one")), last(dir_.filePath("two")));
     qInfo("2 x 1 against 1 x 2: largest weight difference %.3g", same);
     QVERIFY2(same < 5e-4, qPrintable(QString::number(same)));

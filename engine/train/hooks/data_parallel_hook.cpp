@@ -1,3 +1,4 @@
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -62,9 +63,11 @@ class DataParallelHook : public TrainHook {
   void afterTrain(TrainState&) override {
     const double seconds = parallel_.takeAllReduceSeconds();
     if (steps_ == 0) return;
+    char per_step[32];
+    std::snprintf(per_step, sizeof per_step, "%.1f",
+                  seconds * 1000.0 / static_cast<double>(steps_));
     events_.write(logEvent("gradient all-reduce (" + parallel_.group().backendName() + ", " +
-                           std::to_string(parallel_.size()) + " ranks): " +
-                           std::to_string(seconds * 1000.0 / static_cast<double>(steps_)) +
+                           std::to_string(parallel_.size()) + " ranks): " + per_step +
                            " ms per step on average over " + std::to_string(steps_) + " steps"));
   }
 
@@ -78,7 +81,7 @@ class DataParallelHook : public TrainHook {
 }  // namespace
 
 std::unique_ptr<TrainHook> makeDataParallelHook(dist::DataParallel& parallel, EventWriter& events,
-                                               LossWeights weights) {
+                                                LossWeights weights) {
   return std::make_unique<DataParallelHook>(parallel, events, weights);
 }
 

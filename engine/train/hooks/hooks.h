@@ -14,7 +14,8 @@
 
 namespace mrcnn::dist {
 class DataParallel;
-}
+class ProcessGroup;
+}  // namespace mrcnn::dist
 namespace mrcnn::dataset {
 class CocoDataset;
 }
@@ -32,14 +33,21 @@ class RunDir;
 // The learning rate of each step (lr_schedule.h).
 std::unique_ptr<TrainHook> makeScheduleHook(const LrSchedule& schedule);
 
-// Data-parallel synchronisation: rank 0's weights broadcast at the start; each micro-batch's loss components normalised over the global
-// batch (their denominators all-reduced, so that N ranks x b train as 1 x N.b) and reported
-// as global means; a stop request on any rank seen by all; gradients averaged after backward.
+// Data-parallel synchronisation: rank 0's weights broadcast at the start; each micro-batch's loss
+// components normalised over the global batch (their denominators all-reduced, so that N ranks x b
+// train as 1 x N.b) and reported as global means; a stop request on any rank seen by all; gradients
+// averaged after backward.
 struct LossWeights {  // the model's weights of rpn_box, box_reg and mask in the total
   double rpn_box = 1, box_reg = 1, mask = 1;
 };
 std::unique_ptr<TrainHook> makeDataParallelHook(dist::DataParallel& parallel, EventWriter& events,
-                                               LossWeights weights);
+                                                LossWeights weights);
+
+// At the end of a data-parallel run on Gloo, each rank's time a step: forward and backward,
+// waiting for data, in collectives (the transfer and the wait for slower ranks), and which
+// rank the others wait for. Added after the data-parallel hook (its window ends after the
+// gradients' all-reduce).
+std::unique_ptr<TrainHook> makeRankBalanceHook(dist::ProcessGroup& group, EventWriter& events);
 
 // Progress events every `every` steps (global images/s, ETA, memory), loader warnings.
 std::unique_ptr<TrainHook> makeEventsHook(EventWriter& events, uint32_t every,
@@ -57,7 +65,7 @@ std::unique_ptr<TrainHook> makeEarlyStopHook(EventWriter& events, double target_
                                              double target_segm);
 
 struct CheckpointHookOptions {
-  uint64_t every = 0;  // save_checkpoints_steps; 0: only at the end (and on stop)
+  uint64_t every = 0;                  // save_checkpoints_steps; 0: only at the end (and on stop)
   std::optional<uint64_t> saved_step;  // the step of the checkpoint resumed from
 };
 // Checkpoints on schedule, after each evaluation (with its metric, for `best`), on a
