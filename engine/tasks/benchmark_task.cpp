@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #if defined(MRCNN_TORCH_HAS_CUDA)
@@ -21,6 +22,7 @@
 #include "engine/dist/data_parallel.h"
 #include "engine/dist/launch_env.h"
 #include "engine/dist/process_group.h"
+#include "engine/dist/rank_times.h"
 #include "engine/exit_codes.h"
 #include "engine/setup/data_setup.h"
 #include "engine/setup/device.h"
@@ -203,9 +205,13 @@ int runBenchmark(const TaskOptions& options, const BenchmarkOptions& bench, std:
     };
     std::vector<double> times;
     std::string profile;
+    std::optional<dist::RankTimes> rank_times;
+    if (group) rank_times.emplace(*group);
     for (uint64_t i = 0; i < warmup + steps + (bench.profile ? 1 : 0); ++i) {
       OpProfile profiler(i == warmup + steps, device.is_cuda());
+      const bool timed = i >= warmup && !profiler.active();
       sync();
+      if (rank_times && timed) rank_times->stepStarted();
       const auto t0 = Clock::now();
       if (training) {
         model::MaskRCNNLosses losses;
@@ -223,6 +229,7 @@ int runBenchmark(const TaskOptions& options, const BenchmarkOptions& bench, std:
       }
       if (group && !training) group->barrier("benchmark step");
       sync();
+      if (rank_times && timed) rank_times->stepEnded();
       if (profiler.active()) {
         profile = profiler.stop();
       } else if (i >= warmup) {
@@ -263,6 +270,14 @@ int runBenchmark(const TaskOptions& options, const BenchmarkOptions& bench, std:
       std::strncat(line, more, sizeof line - std::strlen(line) - 1);
     }
     events.write(train::logEvent(line));
+    if (rank_times) {
+      const std::string report = rank_times->gatherReport();  // every rank takes part
+      if (!report.empty())
+        events.write(train::logEvent(
+            "per step, ms (compute + data + collectives, the last with the wait for slower "
+            "ranks): " +
+            report));
+    }
     if (!profile.empty()) events.write(train::logEvent(profile));
     events.write(train::doneEvent("ok", line,
                                   std::chrono::duration<double>(Clock::now() - started).count()));

@@ -444,6 +444,11 @@ class TestDataParallel : public QObject {
                  "\\d+\\.\\d ms, p90 \\d+\\.\\d ms, p99 \\d+\\.\\d ms; peak RSS \\d+ "
                  "MiB; gradient all-reduce \\d+\\.\\d ms per step")),
              qPrintable(r.out.right(2000)));
+    // The timed steps' split per rank, as training logs it.
+    QVERIFY2(r.out.contains(
+                 QRegularExpression("per step, ms \\(compute \\+ data \\+ collectives[^)]*\\): "
+                                    "rank 0 \\d+ \\+ 0 \\+ \\d+; rank 1 \\d+ \\+ 0 \\+ \\d+")),
+             qPrintable(r.out.right(2000)));
   }
 };
 
