@@ -20,7 +20,6 @@ class RankTimes {
   // The step's wall time since stepStarted, less `data_wait_seconds` and its collectives'
   // time, counts as compute.
   void stepEnded(double data_wait_seconds = 0);
-  uint64_t steps() const { return steps_; }
 
   // Every rank's totals gathered (a collective: every rank calls it). On rank 0 the line
   // "rank 0 C + D + K; rank 1 ..." in ms a step, with the slowest rank named when it is more

@@ -323,29 +323,29 @@ int TrainTask::run() {
   if (store.bestMetric()) summary << "; best bbox mAP " << *store.bestMetric();
   if (store.best()) summary << "; best checkpoint " << store.best()->string();
 
-  // A finished run trained again: its weights are those its overlays were drawn with.
-  const bool overlays_drawn =
-      end.step == end.first_step && fs::exists(run_dir.inferenceDir() / "results.json");
-  if (end.status == "ok" && val_source && launch.rank == 0 && overlays_drawn) {
-    log("the weights did not change: the overlays in " + run_dir.inferenceDir().string() +
-        " are theirs");
-    summary << "; overlays in " << run_dir.inferenceDir().string();
-  } else if (end.status == "ok" && val_source && !data->val_image_dir.empty() && launch.rank == 0) {
-    // Overlays of the validation images with the final weights.
-    TaskOptions inference_options = options;
-    inference_options.run_dir = run_dir.root();
-    inference_options.checkpoint = store.last().value_or(fs::path());
-    InferenceOptions inference;
-    inference.images = data->val_image_dir;
-    inference.out = run_dir.inferenceDir();
-    std::ostringstream inference_out, inference_err;
-    const int code = runInference(inference_options, inference, inference_out, inference_err);
-    if (code != kExitOk) {
-      events.write(train::warningEvent(
-          "overlays_failed", "validation overlays were not drawn: " + inference_err.str()));
-    } else {
-      log("overlays of the validation images in " + run_dir.inferenceDir().string());
+  if (end.status == "ok" && val_source && launch.rank == 0) {
+    // A finished run trained again: its weights are those its overlays were drawn with.
+    if (end.step == end.first_step && fs::exists(run_dir.inferenceDir() / "results.json")) {
+      log("the weights did not change: the overlays in " + run_dir.inferenceDir().string() +
+          " are theirs");
       summary << "; overlays in " << run_dir.inferenceDir().string();
+    } else if (!data->val_image_dir.empty()) {
+      // Overlays of the validation images with the final weights.
+      TaskOptions inference_options = options;
+      inference_options.run_dir = run_dir.root();
+      inference_options.checkpoint = store.last().value_or(fs::path());
+      InferenceOptions inference;
+      inference.images = data->val_image_dir;
+      inference.out = run_dir.inferenceDir();
+      std::ostringstream inference_out, inference_err;
+      const int code = runInference(inference_options, inference, inference_out, inference_err);
+      if (code != kExitOk) {
+        events.write(train::warningEvent(
+            "overlays_failed", "validation overlays were not drawn: " + inference_err.str()));
+      } else {
+        log("overlays of the validation images in " + run_dir.inferenceDir().string());
+        summary << "; overlays in " << run_dir.inferenceDir().string();
+      }
     }
   }
   events.write(train::doneEvent(end.status, summary.str(), elapsed()));

@@ -4,6 +4,8 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "engine/dist/data_parallel.h"
 #include "engine/eval/metrics_record.h"
@@ -66,6 +68,15 @@ class EvalHook : public TrainHook {
   }
 
  private:
+  // Rank 0's values on every rank (parallel_ set).
+  std::vector<double> fromRankZero(std::vector<double> values, std::string_view what) {
+    at::Tensor t = at::tensor(values, at::kDouble).to(parallel_->group().device());
+    parallel_->group().broadcast(t, 0, what);
+    const at::Tensor cpu = t.cpu().contiguous();
+    const double* p = cpu.data_ptr<double>();
+    return {p, p + values.size()};
+  }
+
   // The evaluation of `step` on record, as rank 0 reads it (the others may not see its
   // files); every rank gets the same answer.
   std::optional<EvalOutcome> onRecord(uint64_t step) {
@@ -77,15 +88,11 @@ class EvalHook : public TrainHook {
         found = EvalOutcome{ap->bbox, ap->segm.value_or(ap->bbox)};
     }
     if (parallel_ != nullptr) {
-      at::Tensor record = at::tensor({found ? 1.0 : 0.0, found ? found->bbox_ap : 0.0,
-                                      found ? found->segm_ap : 0.0},
-                                     at::kDouble)
-                              .to(parallel_->group().device());
-      parallel_->group().broadcast(record, 0, "broadcast of the evaluation on record");
-      const at::Tensor cpu = record.cpu();
+      const std::vector<double> v = fromRankZero(
+          {found ? 1.0 : 0.0, found ? found->bbox_ap : 0.0, found ? found->segm_ap : 0.0},
+          "broadcast of the evaluation on record");
       found.reset();
-      if (cpu[0].item<double>() > 0)
-        found = EvalOutcome{cpu[1].item<double>(), cpu[2].item<double>()};
+      if (v[0] > 0) found = EvalOutcome{v[1], v[2]};
     }
     return found;
   }
@@ -126,12 +133,9 @@ class EvalHook : public TrainHook {
     }
     if (parallel_ != nullptr) {
       // Rank 0 evaluated: every rank decides on the same numbers (early stop, best).
-      at::Tensor maps = at::tensor({outcome.bbox_ap, outcome.segm_ap}, at::kDouble)
-                            .to(parallel_->group().device());
-      parallel_->group().broadcast(maps, 0, "broadcast of the evaluation's mAP");
-      const at::Tensor cpu = maps.cpu();
-      outcome.bbox_ap = cpu[0].item<double>();
-      outcome.segm_ap = cpu[1].item<double>();
+      const std::vector<double> maps =
+          fromRankZero({outcome.bbox_ap, outcome.segm_ap}, "broadcast of the evaluation's mAP");
+      outcome = EvalOutcome{maps[0], maps[1]};
     }
     s.eval = outcome;
   }
