@@ -28,6 +28,7 @@ debian_packages=(
   libsimdjson-dev
   libgloo-dev   # headers only, for c10d's ProcessGroupGloo.hpp; never linked (engine/dist)
   libonnx-dev   # the ONNX messages, checker and shape inference of the export (engine/export)
+  libpng-dev libtinyxml2-dev  # the dataset importers: VOC's palette PNGs, CVAT's XML (dataset/import)
   xvfb xauth
   clang libclang-rt-14-dev
   python3 python3-venv
@@ -78,6 +79,20 @@ PY
   echo "$want" > "$stamp"
 else
   say "Python environment: up to date ($venv)"
+fi
+
+# datumaro (the importers' test oracle and benchmark peer) in a venv of its own inside the
+# main one: its pins conflict with the main environment's (see the requirements file).
+datumaro_requirements="$root/scripts/python-requirements-datumaro.txt"
+datumaro_venv="$venv/datumaro"
+datumaro_stamp="$datumaro_venv/.mrcnn-requirements.sha256"
+datumaro_want="$(sha256sum < "$datumaro_requirements" | cut -d' ' -f1)"
+if [[ ! -f "$datumaro_stamp" || "$(cat "$datumaro_stamp")" != "$datumaro_want" ]]; then
+  say "installing datumaro (a test oracle) into $datumaro_venv"
+  [[ -x "$datumaro_venv/bin/python" ]] || "$python_bin" -m venv "$datumaro_venv"
+  "$datumaro_venv/bin/python" -m pip install -q --disable-pip-version-check -r "$datumaro_requirements"
+  "$datumaro_venv/bin/python" -c "import datumaro" # fails loudly when the install is broken
+  echo "$datumaro_want" > "$datumaro_stamp"
 fi
 
 say "done in $(( $(date +%s) - started )) s"
