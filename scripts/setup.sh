@@ -29,6 +29,7 @@ debian_packages=(
   libgloo-dev   # headers only, for c10d's ProcessGroupGloo.hpp; never linked (engine/dist)
   libonnx-dev   # the ONNX messages, checker and shape inference of the export (engine/export)
   libpng-dev libtinyxml2-dev  # the dataset importers: VOC's palette PNGs, CVAT's XML (dataset/import)
+  libcurl4-openssl-dev libssl-dev  # weights by name: the download and its SHA-256 (weights/)
   xvfb xauth
   clang libclang-rt-14-dev
   python3 python3-venv
