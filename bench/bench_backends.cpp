@@ -33,7 +33,7 @@
 #include "engine/setup/categories.h"
 #include "engine/setup/model_config.h"
 #include "engine/setup/weights.h"
-#include "engine/tasks/task_common.h"
+#include "specs/spec.h"
 
 namespace {
 
@@ -100,11 +100,12 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  engine::TaskOptions options;
-  options.spec_path = a["--spec"];
-  options.overrides = {"device=cpu"};
-  const auto loaded = engine::loadSpecReporting(options, std::cerr);
-  if (!loaded) return 3;
+  spec::LoadedSpec spec_file = spec::loadSpecFile(a["--spec"], {"device=cpu"});
+  spec_file.dropTrainingRequirements();
+  for (const auto& d : spec_file.diagnostics)
+    std::cerr << d.format() << '\n';
+  if (!spec_file.ok()) return 3;
+  const spec::LoadedSpec* loaded = &spec_file;
   const int warmup = std::stoi(a["--warmup"]), iters = std::stoi(a["--iters"]);
   const std::vector<fs::path> images = engine::listImages(a["--images"]);
   const auto make_model = [&] {

@@ -40,7 +40,7 @@
 #include "engine/model/mask_rcnn.h"
 #include "engine/model/postprocess.h"
 #include "engine/model/state_dict.h"
-#include "engine/tasks/op_profile.h"
+#include "engine/runtime/op_profile.h"
 
 namespace {
 
@@ -147,7 +147,7 @@ class Autocast {
   bool on_;
 };
 
-// One iteration under the operator profiler (engine/tasks/op_profile.h); its table goes to
+// One iteration under the operator profiler (engine/runtime/op_profile.h); its table goes to
 // stderr at the scope's end.
 class ProfileScope {
  public:

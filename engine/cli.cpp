@@ -10,7 +10,7 @@
 #include <tuple>
 
 #include "engine/exit_codes.h"
-#include "engine/setup/device.h"
+#include "engine/runtime/device.h"
 #include "engine/tasks/tasks.h"
 
 namespace mrcnn::engine {
@@ -286,6 +286,7 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
   options.run_dir = get("--run-dir");
   options.overrides = overrides;
   options.checkpoint = get("--checkpoint");
+  options.test_faults = testFaultsFromEnvironment();
   if (options.spec_path.empty()) {
     err << "mrcnn-engine: --spec is required for task " << options.task << '\n' << kUsage;
     return kExitUsage;

@@ -1,4 +1,4 @@
-#include "engine/eval/class_thresholds.h"
+#include "eval/class_thresholds.h"
 
 #include <simdjson.h>
 

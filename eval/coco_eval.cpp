@@ -1,4 +1,4 @@
-#include "engine/eval/coco_eval.h"
+#include "eval/coco_eval.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,9 +1,9 @@
-#include "engine/eval/confusion.h"
+#include "eval/confusion.h"
 
 #include <algorithm>
 #include <map>
 
-#include "engine/eval/image_items.h"
+#include "eval/image_items.h"
 
 namespace mrcnn::eval {
 

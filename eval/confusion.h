@@ -6,7 +6,7 @@
 #include <span>
 #include <vector>
 
-#include "engine/eval/coco_eval.h"
+#include "eval/coco_eval.h"
 
 namespace mrcnn::eval {
 

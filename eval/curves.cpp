@@ -1,4 +1,4 @@
-#include "engine/eval/curves.h"
+#include "eval/curves.h"
 
 #include <algorithm>
 #include <cmath>

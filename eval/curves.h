@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-#include "engine/eval/coco_eval.h"
+#include "eval/coco_eval.h"
 
 namespace mrcnn::eval {
 

@@ -1,12 +1,12 @@
-#include "engine/eval/evaluator.h"
+#include "eval/evaluator.h"
 
 #include <algorithm>
 #include <set>
 #include <sstream>
 
 #include "dataset/json_writer.h"
-#include "engine/eval/curves.h"
-#include "engine/eval/results_json.h"
+#include "eval/curves.h"
+#include "eval/results_json.h"
 
 namespace mrcnn::eval {
 namespace {

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "dataset/coco/coco.h"
-#include "engine/eval/coco_eval.h"
-#include "engine/eval/confusion.h"
-#include "engine/eval/tide.h"
+#include "eval/coco_eval.h"
+#include "eval/confusion.h"
+#include "eval/tide.h"
 
 namespace mrcnn::eval {
 

@@ -1,4 +1,4 @@
-#include "engine/eval/image_items.h"
+#include "eval/image_items.h"
 
 #include <algorithm>
 #include <unordered_map>

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "dataset/rle.h"
-#include "engine/eval/coco_eval.h"
+#include "eval/coco_eval.h"
 
 namespace mrcnn::eval {
 

@@ -1,4 +1,4 @@
-#include "engine/eval/metrics_record.h"
+#include "eval/metrics_record.h"
 
 #include <simdjson.h>
 

@@ -1,4 +1,4 @@
-#include "engine/eval/results_json.h"
+#include "eval/results_json.h"
 
 #include <simdjson.h>
 

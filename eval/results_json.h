@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "dataset/coco/coco.h"
-#include "engine/eval/coco_eval.h"
+#include "eval/coco_eval.h"
 
 namespace mrcnn::eval {
 

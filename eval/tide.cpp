@@ -1,11 +1,11 @@
-#include "engine/eval/tide.h"
+#include "eval/tide.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <limits>
 #include <unordered_map>
 
-#include "engine/eval/image_items.h"
+#include "eval/image_items.h"
 
 namespace mrcnn::eval {
 namespace {

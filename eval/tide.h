@@ -30,7 +30,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/eval/coco_eval.h"
+#include "eval/coco_eval.h"
 
 namespace mrcnn::eval {
 

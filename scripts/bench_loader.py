@@ -19,7 +19,7 @@ Usage: .venv/bin/python scripts/bench_loader.py [--build-dir build] [--images 64
        [--mode fixed|shorter_side] [--batch 2]
 bench_loader comes from <build-dir>/bin/bench_loader (built with the project); otherwise this
 script compiles
-dataset/loader/bench_loader.cpp against <build-dir>/dataset/libmrcnn_dataset.a.
+bench/bench_loader.cpp against <build-dir>/dataset/libmrcnn_dataset.a.
 
 Last result, 2026-11-22, AMD EPYC, 2 logical CPUs shared with other builds (load average
 about 6, so the worker counts barely differ), fixed mode, batch 2, 48 images a measure,

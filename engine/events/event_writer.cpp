@@ -1,4 +1,4 @@
-#include "engine/train/event_writer.h"
+#include "engine/events/event_writer.h"
 
 #include <fcntl.h>
 #include <signal.h>

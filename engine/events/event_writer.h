@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/train/loss_values.h"
+#include "engine/model/loss_values.h"
 #include "specs/events.h"
 
 namespace mrcnn::train {

@@ -1,4 +1,4 @@
-#include "engine/train/tensorboard_writer.h"
+#include "engine/events/tensorboard_writer.h"
 
 #include <fcntl.h>
 #include <simdjson.h>
@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "dataset/convert/crc32c.h"
-#include "engine/eval/curves.h"
+#include "eval/curves.h"
 #include "specs/tensorboard.pb.h"
 
 namespace mrcnn::train {

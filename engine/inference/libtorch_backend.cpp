@@ -5,7 +5,7 @@
 
 #include <utility>
 
-#include "engine/train/autocast_scope.h"
+#include "engine/runtime/autocast_scope.h"
 
 namespace mrcnn::engine {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "engine/inference/backend.h"
 #include "engine/model/mask_rcnn.h"
-#include "engine/setup/precision.h"
+#include "engine/runtime/precision.h"
 
 namespace mrcnn::engine {
 

@@ -1,4 +1,4 @@
-#include "engine/setup/device.h"
+#include "engine/runtime/device.h"
 
 #include <torch/torch.h>
 #include <torch/version.h>

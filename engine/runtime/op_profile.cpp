@@ -1,4 +1,4 @@
-#include "engine/tasks/op_profile.h"
+#include "engine/runtime/op_profile.h"
 
 #include <torch/csrc/autograd/profiler_kineto.h>
 

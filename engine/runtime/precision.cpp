@@ -1,4 +1,4 @@
-#include "engine/setup/precision.h"
+#include "engine/runtime/precision.h"
 
 #include <ATen/cpu/Utils.h>
 

@@ -1,4 +1,4 @@
-#include "engine/tasks/backend_setup.h"
+#include "engine/setup/backend_setup.h"
 
 #include "engine/exit_codes.h"
 #include "engine/export/onnx_export.h"
@@ -6,7 +6,7 @@
 #include "engine/inference/libtorch_backend.h"
 #include "engine/inference/openvino_backend.h"
 #include "engine/setup/model_config.h"
-#include "engine/setup/precision.h"
+#include "engine/runtime/precision.h"
 #include "io/atomic_file.h"
 
 namespace mrcnn::engine {

@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "dataset/coco/coco.h"
-#include "engine/eval/evaluator.h"
+#include "eval/evaluator.h"
 #include "engine/inference/backend.h"
 #include "engine/model/mask_rcnn.h"
 #include "engine/setup/categories.h"
-#include "engine/tasks/task_common.h"
+#include "engine/events/task_report.h"
 
 namespace mrcnn::engine {
 

@@ -10,7 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/tasks/task_common.h"
+#include "engine/events/task_report.h"
+#include "engine/setup/data_files.h"
 
 namespace mrcnn::engine {
 

@@ -8,7 +8,7 @@
 
 #include "dataset/loader/loader.h"
 #include "engine/model/mask_rcnn.h"
-#include "engine/tasks/task_common.h"
+#include "engine/setup/data_files.h"
 #include "specs/spec.h"
 
 namespace mrcnn::engine {

@@ -25,15 +25,15 @@
 #include "engine/dist/rank_times.h"
 #include "engine/exit_codes.h"
 #include "engine/setup/data_setup.h"
-#include "engine/setup/device.h"
+#include "engine/runtime/task_device.h"
 #include "engine/setup/model_config.h"
-#include "engine/setup/precision.h"
+#include "engine/runtime/precision.h"
 #include "engine/setup/weights.h"
-#include "engine/tasks/op_profile.h"
-#include "engine/tasks/task_common.h"
+#include "engine/runtime/op_profile.h"
+#include "engine/setup/weights_file.h"
 #include "engine/tasks/tasks.h"
-#include "engine/train/autocast_scope.h"
-#include "engine/train/event_writer.h"
+#include "engine/runtime/autocast_scope.h"
+#include "engine/events/event_writer.h"
 #include "engine/train/loss_scaler.h"
 #include "engine/train/solver.h"
 
@@ -96,44 +96,20 @@ double peakResidentMiB() {
   return 0;
 }
 
-}  // namespace
-
-int runBenchmark(const TaskOptions& options, const BenchmarkOptions& bench, std::ostream& out,
-                 std::ostream& err) {
-  const std::optional<spec::LoadedSpec> maybe = loadSpecReporting(options, err);
-  if (!maybe) return kExitBadSpec;
-  const spec::Experiment& s = maybe->spec;
-  const dist::LaunchEnvResult launch = dist::readLaunchEnv();
-  if (!launch.env) {
-    err << "error: data-parallel launch environment: " << launch.error << '\n';
-    return kExitUsage;
-  }
-  const dist::LaunchEnv& env = *launch.env;
-  train::EventWriterOptions writer_options;
-  writer_options.rank = env.rank;
-  if (env.rank != 0) writer_options.stdout_fd = -1;
-  writer_options.text_log = false;
-  out.flush();
-  train::EventWriter events(writer_options);
-  const auto started = Clock::now();
+int benchmark(const TaskOptions& options, const BenchmarkOptions& bench,
+              const spec::LoadedSpec& loaded, const dist::LaunchEnv& env, TaskReport& report) {
+  const spec::Experiment& s = loaded.spec;
+  train::EventWriter& events = *report.writer();
   const auto fail = [&](const std::string& code, const std::string& message, int exit_code) {
-    err << "error: " << message << '\n';
-    events.write(train::errorEvent(code, message, static_cast<uint32_t>(exit_code)));
-    events.write(train::doneEvent("failed", message, 0));
-    return exit_code;
+    return report.fail(code, message, exit_code);
   };
-  DeviceChoice choice = chooseDevice(s.device(), runtimeInfo());
-  if (!choice.ok) return fail("bad_device", choice.error, kExitBadSpec);
-  if (env.distributed() && choice.name.starts_with("cuda"))
-    choice.name = "cuda:" + std::to_string(env.local_rank);
-  const c10::Device device(choice.name);
   // The spec's precision as training and inference run it: bf16 on a CPU without native bf16
   // runs in fp32 there, so the benchmark does too (it would time LibTorch's emulation).
-  std::string precision_error;
-  const std::optional<Precision> precision = precisionFromSpec(s, device, &precision_error);
-  if (!precision) {
-    return fail("bad_spec", options.spec_path.string() + ": " + precision_error, kExitBadSpec);
-  }
+  const TaskDevice resolved =
+      resolveDevice(s, options.spec_path, env.distributed() ? env.local_rank : -1);
+  const std::string& device_name = resolved.name;
+  const c10::Device device = resolved.device;
+  const std::optional<Precision> precision = resolved.precision;
   const bool training = bench.mode == "train";
   const uint64_t steps = bench.steps;
   const uint64_t warmup = std::max<uint64_t>(2, steps / 10);
@@ -145,12 +121,12 @@ int runBenchmark(const TaskOptions& options, const BenchmarkOptions& bench, std:
           env, device, std::chrono::seconds(std::max<uint32_t>(1, s.dist_timeout_seconds())));
     }
     at::manual_seed(s.seed());
-    model::MaskRCNNOptions model_options = modelOptionsFromSpec(s, maybe->resolved);
+    model::MaskRCNNOptions model_options = modelOptionsFromSpec(s, loaded.resolved);
     // A pruned model (--checkpoint, or the spec's pruned_model_path) runs in its architecture.
     const std::filesystem::path pruned =
         !options.checkpoint.empty()
             ? options.checkpoint
-            : (s.pruned_model_path().empty() ? std::filesystem::path() : startingWeights(*maybe));
+            : (s.pruned_model_path().empty() ? std::filesystem::path() : startingWeights(loaded));
     if (!pruned.empty())
       model_options.conv_widths =
           prunedWidths(model_options, modelTensors(model::readStateDict(pruned)));
@@ -162,14 +138,14 @@ int runBenchmark(const TaskOptions& options, const BenchmarkOptions& bench, std:
     }
     model::MaskRCNN net(model_options);
     net->to(device);
-    const dataset::LoaderOptions lo = loaderOptionsFromSpec(*maybe, training);
+    const dataset::LoaderOptions lo = loaderOptionsFromSpec(loaded, training);
     const int64_t height =
         lo.resize_mode == dataset::ResizeMode::kFixed ? lo.image_height : lo.min_size;
     const int64_t width =
         lo.resize_mode == dataset::ResizeMode::kFixed ? lo.image_width : lo.max_size;
     const int64_t batch = training ? s.train_batch_size() : s.eval_batch_size();
     const bool masks = s.maskrcnn_config().include_mask();
-    events.write(train::startEvent("benchmark", options.spec_path.string(), "", choice.name,
+    events.write(train::startEvent("benchmark", options.spec_path.string(), "", device_name,
                                    static_cast<uint32_t>(env.world_size), steps, 0, MRCNN_VERSION));
     std::ostringstream what;
     what << bench.mode << ", batch " << batch << " of " << height << "x" << width << " per rank, "
@@ -280,13 +256,35 @@ int runBenchmark(const TaskOptions& options, const BenchmarkOptions& bench, std:
     }
     if (!profile.empty()) events.write(train::logEvent(profile));
     events.write(train::doneEvent("ok", line,
-                                  std::chrono::duration<double>(Clock::now() - started).count()));
+                                  report.elapsed()));
   } catch (const dist::CollectiveError& e) {
     return fail("collective_failed", e.what(), kExitFailed);
   } catch (const std::exception& e) {
     return fail("benchmark_failed", e.what(), kExitFailed);
   }
   return kExitOk;
+}
+
+}  // namespace
+
+int runBenchmark(const TaskOptions& options, const BenchmarkOptions& bench, std::ostream& out,
+                 std::ostream& err) {
+  const dist::LaunchEnvResult launch = dist::readLaunchEnv();
+  if (!launch.env) {
+    err << "error: data-parallel launch environment: " << launch.error << '\n';
+    return kExitUsage;
+  }
+  const dist::LaunchEnv& env = *launch.env;
+  // Events on stdout only (no run directory), rank 0's alone.
+  TaskEntry entry{.name = "benchmark", .run_dir_events = RunDirEvents::Never};
+  entry.configure_events = [&](train::EventWriterOptions& o, bool&) {
+    o.rank = env.rank;
+    if (env.rank != 0) o.stdout_fd = -1;
+    o.text_log = false;
+  };
+  return runTask(entry, options, out, err, [&](TaskContext& task) {
+    return benchmark(options, bench, task.spec(), env, task.report);
+  });
 }
 
 }  // namespace mrcnn::engine

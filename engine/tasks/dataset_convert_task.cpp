@@ -16,9 +16,8 @@
 #include "dataset/convert/dataset_convert.h"
 #include "dataset/convert/shard.h"
 #include "engine/exit_codes.h"
-#include "engine/tasks/task_common.h"
 #include "engine/tasks/tasks.h"
-#include "engine/train/event_writer.h"
+#include "engine/events/event_writer.h"
 
 namespace mrcnn::engine {
 namespace {
@@ -204,20 +203,10 @@ int convertFromSpec(const TaskOptions& options, const spec::LoadedSpec& loaded,
 }  // namespace
 
 int runDatasetConvertFromSpec(const TaskOptions& options, std::ostream& out, std::ostream& err) {
-  const std::optional<spec::LoadedSpec> maybe = loadSpecReporting(options, err);
-  if (!maybe) return kExitBadSpec;
-  const fs::path run_dir = runDirectory(options, *maybe);
-  const std::unique_ptr<train::EventWriter> events = openTaskEvents(run_dir, err);
-  if (!events) return kExitBadData;
-  out.flush();
-  TaskReport report(events.get(), out, err);
-  try {
-    return convertFromSpec(options, *maybe, run_dir, report);
-  } catch (const std::exception& e) {
-    // An event that could not be written (a full disk): the writer names the file.
-    err << "error: " << e.what() << '\n';
-    return exitCodeFor(e, kExitFailed);
-  }
+  const TaskEntry entry{.name = "dataset_convert"};
+  return runTask(entry, options, out, err, [&](TaskContext& task) {
+    return convertFromSpec(options, task.spec(), task.run_dir, task.report);
+  });
 }
 
 int runDatasetConvert(const DatasetConvertOptions& options, std::ostream& out, std::ostream& err) {
@@ -267,7 +256,8 @@ int runDatasetConvert(const DatasetConvertOptions& options, std::ostream& out, s
     return kExitUsage;
   }
 
-  try {
+  const TaskEntry entry{.name = "dataset_convert", .from_spec = false, .events = false};
+  return runTask(entry, {.task = entry.name}, out, err, [&](TaskContext&) {
     // Progress for long conversions: a line every 10 seconds, nothing for short ones.
     auto last = std::chrono::steady_clock::now();
     const auto progress = [&](uint64_t done, uint64_t total) {
@@ -283,17 +273,8 @@ int runDatasetConvert(const DatasetConvertOptions& options, std::ostream& out, s
 
     for (const std::string& line : resultLines(r, convert.include_mask))
       out << line << '\n';
-  } catch (const dataset::CocoError& e) {
-    err << "error: " << e.what() << '\n';
-    return kExitBadData;
-  } catch (const dataset::ConvertError& e) {
-    err << "error: " << e.what() << '\n';
-    return kExitBadData;
-  } catch (const std::exception& e) {
-    err << "error: " << (isDiskFull(e) ? "" : "dataset_convert failed: ") << e.what() << '\n';
-    return exitCodeFor(e, kExitFailed);
-  }
-  return kExitOk;
+    return kExitOk;
+  });
 }
 
 }  // namespace mrcnn::engine

@@ -12,9 +12,9 @@
 #include "dataset/stats/dataset_stats.h"
 #include "dataset/stats/spec_anchors.h"
 #include "engine/exit_codes.h"
-#include "engine/tasks/task_common.h"
+#include "engine/setup/data_files.h"
 #include "engine/tasks/tasks.h"
-#include "engine/train/event_writer.h"
+#include "engine/events/event_writer.h"
 #include "io/atomic_file.h"
 
 namespace mrcnn::engine {
@@ -39,39 +39,31 @@ dataset::DatasetStats check(const std::vector<std::pair<std::string, fs::path>>&
 }  // namespace
 
 int runDatasetStatsFiles(const DatasetStatsOptions& options, std::ostream& out, std::ostream& err) {
-  std::vector<std::pair<std::string, fs::path>> files;
-  for (const fs::path& f : options.annotations)
-    files.emplace_back(f.filename().string(), f);
-  try {
+  const TaskEntry entry{.name = "dataset_stats", .from_spec = false, .events = false};
+  return runTask(entry, {.task = entry.name}, out, err, [&](TaskContext& task) {
+    std::vector<std::pair<std::string, fs::path>> files;
+    for (const fs::path& f : options.annotations)
+      files.emplace_back(f.filename().string(), f);
     const dataset::DatasetStats stats = check(files, dataset::AnchorCoverageOptions{}, 0, false);
-    out << dataset::datasetStatsText(stats);
+    task.report.log(dataset::datasetStatsText(stats));
     const fs::path json =
         (options.output_dir.empty() ? fs::path(".") : options.output_dir) / "stats.json";
     io::writeFileAtomic(json, dataset::datasetStatsJson(stats));
-    out << "stats written to " << json.string() << '\n';
-  } catch (const dataset::CocoError& e) {
-    err << "error: " << e.what() << '\n';
-    return kExitBadData;
-  } catch (const std::exception& e) {
-    err << "error: " << e.what() << '\n';
-    return exitCodeFor(e, kExitFailed);
-  }
-  return kExitOk;
+    task.report.log("stats written to " + json.string());
+    return kExitOk;
+  });
 }
 
 int runDatasetStats(const TaskOptions& options, std::ostream& out, std::ostream& err) {
-  const std::optional<spec::LoadedSpec> loaded = loadSpecReporting(options, err);
-  if (!loaded) return kExitBadSpec;
-  const fs::path run_dir = runDirectory(options, *loaded);
-  const std::unique_ptr<train::EventWriter> events = openTaskEvents(run_dir, err);
-  if (!events) return kExitBadData;
-  TaskReport report(events.get(), out, err);
-  try {
-    report.write(train::startEvent("dataset_stats", options.spec_path.string(), run_dir.string(),
-                                   "cpu", 1, 0, 0, MRCNN_VERSION));
+  const TaskEntry entry{.name = "dataset_stats"};
+  return runTask(entry, options, out, err, [&](TaskContext& task) {
+    const spec::LoadedSpec& loaded = task.spec();
+    TaskReport& report = task.report;
+    report.write(train::startEvent("dataset_stats", options.spec_path.string(),
+                                   task.run_dir.string(), "cpu", 1, 0, 0, MRCNN_VERSION));
     std::ostringstream data_log, data_err;
     const std::optional<DataFiles> data =
-        prepareData(*loaded, data_log, data_err,
+        prepareData(loaded, data_log, data_err,
                     DataNeeds{.train = true, .val_json = true, .val_images = false});
     if (!data_log.str().empty()) report.log(data_log.str());
     if (!data) return report.fail("bad_dataset", data_err.str(), kExitBadData);
@@ -85,28 +77,22 @@ int runDatasetStats(const TaskOptions& options, std::ostream& out, std::ostream&
                              "dataset_stats on the json files it was converted from)",
                          kExitBadData);
     }
-    const auto& d = loaded->spec.data_config();
-    dataset::DatasetStats stats;
-    try {
-      stats = check(files, dataset::anchorCoverageFromSpec(*loaded), d.num_classes(),
-                    d.category_labels() == "category_id");
-    } catch (const dataset::CocoError& e) {
-      return report.fail("bad_dataset", e.what(), kExitBadData);
-    }
+    const auto& d = loaded.spec.data_config();
+    const dataset::DatasetStats stats =
+        check(files, dataset::anchorCoverageFromSpec(loaded), d.num_classes(),
+              d.category_labels() == "category_id");
     report.log(dataset::datasetStatsText(stats));
     for (const dataset::Problem& p : stats.problems)
       report.warn(p.code, p.message);
-    const fs::path json = run_dir / "stats.json";
+    const fs::path json = task.run_dir / "stats.json";
     io::writeFileAtomic(json, dataset::datasetStatsJson(stats));
     report.write(train::doneEvent("ok",
                                   std::to_string(files.size()) + " annotation file(s) checked, " +
                                       std::to_string(stats.problems.size()) +
                                       " problem(s); stats " + json.string(),
                                   report.elapsed()));
-  } catch (const std::exception& e) {
-    return report.fail(e, "dataset_stats_failed", "", kExitFailed);
-  }
-  return kExitOk;
+    return kExitOk;
+  });
 }
 
 }  // namespace mrcnn::engine

@@ -11,19 +11,21 @@
 #include <sstream>
 
 #include "dataset/coco/coco.h"
-#include "engine/eval/evaluator.h"
-#include "engine/eval/results_json.h"
+#include "eval/evaluator.h"
+#include "eval/results_json.h"
 #include "engine/exit_codes.h"
 #include "engine/setup/data_setup.h"
-#include "engine/setup/device.h"
+#include "engine/runtime/task_device.h"
 #include "engine/setup/model_config.h"
-#include "engine/setup/precision.h"
+#include "engine/runtime/precision.h"
 #include "engine/setup/weights.h"
-#include "engine/tasks/backend_setup.h"
-#include "engine/tasks/task_common.h"
+#include "engine/setup/backend_setup.h"
+#include "engine/events/task_report.h"
+#include "engine/setup/data_files.h"
+#include "engine/setup/weights_file.h"
 #include "engine/tasks/tasks.h"
 #include "engine/train/checkpoint.h"
-#include "engine/train/event_writer.h"
+#include "engine/events/event_writer.h"
 #include "engine/validation/validator.h"
 #include "io/atomic_file.h"
 
@@ -104,20 +106,14 @@ int evaluateCheckpoint(const TaskOptions& options, const EvaluateOptions& evalua
                        const spec::LoadedSpec& loaded, const fs::path& run_dir,
                        TaskReport& report) {
   const spec::Experiment& s = loaded.spec;
-  const RuntimeInfo runtime = runtimeInfo();
-  const DeviceChoice device_choice = chooseDevice(s.device(), runtime);
-  if (!device_choice.ok) {
-    return report.fail("bad_device",
-                       options.spec_path.string() + ": device: " + device_choice.error,
-                       kExitBadSpec);
-  }
+  const TaskDevice device_choice = resolveDevice(s, options.spec_path);
   report.write(train::startEvent("evaluate", options.spec_path.string(), run_dir.string(),
                                  device_choice.name, 1, 0, 0, MRCNN_VERSION));
 
-  const fs::path weights = weightsFile(options, loaded, run_dir);
+  const fs::path weights = weightsFile(options.checkpoint, loaded, run_dir);
   if (weights.empty()) {
     return report.fail("no_checkpoint",
-                       "no checkpoint to evaluate: " + weightsSearched(options, run_dir),
+                       "no checkpoint to evaluate: " + weightsSearched(options.spec_path, run_dir),
                        kExitBadData);
   }
 
@@ -154,13 +150,8 @@ int evaluateCheckpoint(const TaskOptions& options, const EvaluateOptions& evalua
   } catch (const std::exception& e) {
     return report.fail("bad_checkpoint", e.what(), kExitBadData);
   }
-  const c10::Device device(device_choice.name);
-  std::string precision_error;
-  const std::optional<Precision> precision = precisionFromSpec(s, device, &precision_error);
-  if (!precision) {
-    return report.fail("bad_spec", options.spec_path.string() + ": " + precision_error,
-                       kExitBadSpec);
-  }
+  const c10::Device device = device_choice.device;
+  const std::optional<Precision> precision = device_choice.precision;
   if (!precision->fallback.empty()) report.log(precision->fallback);
   // A checkpoint of ours is named by its step; other weights (torchvision's) have none.
   const uint64_t step = train::checkpointStepOf(weights.filename().string()).value_or(0);
@@ -224,27 +215,18 @@ int evaluateCheckpoint(const TaskOptions& options, const EvaluateOptions& evalua
 
 int runEvaluate(const TaskOptions& options, const EvaluateOptions& evaluate, std::ostream& out,
                 std::ostream& err) {
-  const std::optional<spec::LoadedSpec> maybe = loadSpecReporting(options, err);
-  if (!maybe) return kExitBadSpec;
-  const fs::path run_dir = runDirectory(options, *maybe);
-  std::error_code ec;
-  fs::create_directories(run_dir / "eval", ec);
-  if (ec) {
-    err << "error: run directory: cannot create the folder " << (run_dir / "eval").string() << ": "
-        << ec.message() << '\n';
-    return kExitBadData;
-  }
-  out.flush();
-  try {
-    train::EventWriterOptions writer_options;
-    writer_options.events_file = run_dir / "events.jsonl";
-    train::EventWriter events(writer_options);
-    TaskReport report(&events, out, err);
-    return evaluateCheckpoint(options, evaluate, *maybe, run_dir, report);
-  } catch (const std::exception& e) {
-    err << "error: " << e.what() << '\n';
-    return kExitFailed;
-  }
+  const TaskEntry entry{.name = "evaluate"};
+  return runTask(entry, options, out, err, [&](TaskContext& task) {
+    std::error_code ec;
+    fs::create_directories(task.run_dir / "eval", ec);
+    if (ec) {
+      return task.report.fail("bad_run_dir",
+                              "run directory: cannot create the folder " +
+                                  (task.run_dir / "eval").string() + ": " + ec.message(),
+                              kExitBadData);
+    }
+    return evaluateCheckpoint(options, evaluate, task.spec(), task.run_dir, task.report);
+  });
 }
 
 int runEvaluateFiles(const EvaluateFilesOptions& options, std::ostream& out, std::ostream& err) {
@@ -253,7 +235,8 @@ int runEvaluateFiles(const EvaluateFilesOptions& options, std::ostream& out, std
     err << "mrcnn-engine: --iou-type must be bbox, segm or both, got \"" << type << "\"\n";
     return kExitUsage;
   }
-  try {
+  const TaskEntry entry{.name = "evaluate", .from_spec = false, .events = false};
+  return runTask(entry, {.task = entry.name}, out, err, [&](TaskContext&) {
     const auto started = std::chrono::steady_clock::now();
     const dataset::CocoDataset gt = dataset::loadCoco(options.annotations);
     for (const auto& w : gt.warnings()) {
@@ -307,14 +290,8 @@ int runEvaluateFiles(const EvaluateFilesOptions& options, std::ostream& out, std
       io::writeFileAtomic(options.metrics_out, eval::metricsJson(report) + "\n");
       out << "metrics written to " << options.metrics_out.string() << '\n';
     }
-  } catch (const dataset::CocoError& e) {
-    err << "error: " << e.what() << '\n';
-    return kExitBadData;
-  } catch (const std::exception& e) {
-    err << "error: " << e.what() << '\n';
-    return exitCodeFor(e, kExitFailed);
-  }
-  return kExitOk;
+    return kExitOk;
+  });
 }
 
 }  // namespace mrcnn::engine

@@ -18,13 +18,16 @@
 #include "engine/export/onnx_export.h"
 #include "engine/export/torchvision_compat.h"
 #include "engine/setup/categories.h"
-#include "engine/setup/device.h"
+#include "engine/runtime/device.h"
 #include "engine/setup/model_config.h"
 #include "engine/setup/weights.h"
-#include "engine/tasks/export_report.h"
-#include "engine/tasks/task_common.h"
+#include "engine/validation/export_report.h"
+#include "engine/events/task_report.h"
+#include "engine/setup/data_files.h"
+#include "engine/setup/weights_file.h"
+#include "io/staging_dir.h"
 #include "engine/tasks/tasks.h"
-#include "engine/train/event_writer.h"
+#include "engine/events/event_writer.h"
 #include "io/atomic_file.h"
 #include "io/write_error.h"
 
@@ -137,15 +140,15 @@ int exportModel(const TaskOptions& options, const ExportOptions& ex, const spec:
   // The model with its weights, loaded again for each backend of the parity check.
   const auto make_model = [&]() {
     return loadModel(modelOptionsFromSpec(s, loaded.resolved),
-                     weightsFile(options, loaded, run_dir), s.skip_checkpoint_variables());
+                     weightsFile(options.checkpoint, loaded, run_dir), s.skip_checkpoint_variables());
   };
   if (!data) return report.fail("bad_dataset", data_err.str(), kExitBadData);
 
   model::MaskRCNN net(nullptr);
-  const fs::path weights = weightsFile(options, loaded, run_dir);
+  const fs::path weights = weightsFile(options.checkpoint, loaded, run_dir);
   if (weights.empty()) {
     return report.fail("no_checkpoint",
-                       "no weights to export: " + weightsSearched(options, run_dir), kExitBadData);
+                       "no weights to export: " + weightsSearched(options.spec_path, run_dir), kExitBadData);
   }
   const fs::path out_dir =
       ex.output_dir.empty() ? defaultExportDir(run_dir, weights) : ex.output_dir;
@@ -207,7 +210,7 @@ int exportModel(const TaskOptions& options, const ExportOptions& ex, const spec:
   try {
     std::error_code ec;
     fs::create_directories(out_dir.parent_path(), ec);
-    StagingDir staging(out_dir);
+    io::StagingDir staging(out_dir);
     const fs::path dir = staging.path();
     io::requireFreeSpace(dir / "model.onnx", onnx.bytes.size() * (tv.compatible ? 2 : 1));
     io::writeFileAtomic(dir / "model.onnx", onnx.bytes, {.durable = true});
@@ -260,8 +263,9 @@ int exportModel(const TaskOptions& options, const ExportOptions& ex, const spec:
 
 int runExport(const TaskOptions& options, const ExportOptions& ex, std::ostream& out,
               std::ostream& err) {
-  return runModelTask(options, out, err, [&](const ModelTaskContext& c) {
-    return exportModel(options, ex, c.loaded, c.run_dir, c.has_run_dir, c.report);
+  const TaskEntry entry{.name = "export", .run_dir_events = RunDirEvents::IfExists};
+  return runTask(entry, options, out, err, [&](TaskContext& c) {
+    return exportModel(options, ex, c.spec(), c.run_dir, c.has_run_dir, c.report);
   });
 }
 

@@ -23,7 +23,7 @@
 #include "dataset/coco/coco.h"
 #include "dataset/json_writer.h"
 #include "dataset/rle.h"
-#include "engine/eval/class_thresholds.h"
+#include "eval/class_thresholds.h"
 #include "engine/exit_codes.h"
 #include "engine/export/onnx_export.h"
 #include "engine/inference/coco_results.h"
@@ -33,14 +33,17 @@
 #include "engine/inference/overlay.h"
 #include "engine/model/postprocess.h"
 #include "engine/setup/categories.h"
-#include "engine/setup/device.h"
+#include "engine/runtime/task_device.h"
 #include "engine/setup/model_config.h"
-#include "engine/setup/precision.h"
+#include "engine/runtime/precision.h"
 #include "engine/setup/weights.h"
-#include "engine/tasks/backend_setup.h"
-#include "engine/tasks/task_common.h"
+#include "engine/setup/backend_setup.h"
+#include "engine/events/task_report.h"
+#include "engine/setup/data_files.h"
+#include "engine/setup/weights_file.h"
+#include "engine/runtime/process_memory.h"
 #include "engine/tasks/tasks.h"
-#include "engine/train/event_writer.h"
+#include "engine/events/event_writer.h"
 #include "engine/train/stop_signal.h"
 #include "io/atomic_file.h"
 
@@ -146,12 +149,7 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
           const spec::LoadedSpec& loaded, const fs::path& run_dir, bool has_run_dir,
           const fs::path& out_dir, TaskReport& report, std::ostream& out) {
   const spec::Experiment& s = loaded.spec;
-  const RuntimeInfo runtime = runtimeInfo();
-  const DeviceChoice device = chooseDevice(s.device(), runtime);
-  if (!device.ok) {
-    return report.fail("bad_device", options.spec_path.string() + ": device: " + device.error,
-                       kExitBadSpec);
-  }
+  const TaskDevice device = resolveDevice(s, options.spec_path);
   // The dataset first: without --images, the spec's validation images are the input. Nothing
   // else of it is required: its json, where present, names the categories.
   const bool from_spec = inference.images.empty();
@@ -205,11 +203,11 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
   // classes.
   model::MaskRCNN net(nullptr);
   const fs::path weights =
-      inference.onnx.empty() ? weightsFile(options, loaded, run_dir) : fs::path();
+      inference.onnx.empty() ? weightsFile(options.checkpoint, loaded, run_dir) : fs::path();
   if (!inference.onnx.empty()) net = model::MaskRCNN(modelOptionsFromSpec(s, loaded.resolved));
   if (inference.onnx.empty()) {
     if (weights.empty()) {
-      return report.fail("no_checkpoint", "no weights to run: " + weightsSearched(options, run_dir),
+      return report.fail("no_checkpoint", "no weights to run: " + weightsSearched(options.spec_path, run_dir),
                          kExitBadData);
     }
     try {
@@ -375,30 +373,19 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
 
 int runInference(const TaskOptions& options, const InferenceOptions& inference, std::ostream& out,
                  std::ostream& err) {
-  const std::optional<spec::LoadedSpec> maybe = loadSpecReporting(options, err);
-  if (!maybe) return kExitBadSpec;
-  const fs::path run_dir = runDirectory(options, *maybe);
-  const fs::path out_dir = inference.out.empty() ? run_dir / "inference" : inference.out;
+  TaskEntry entry{.name = "inference", .events = inference.events, .graceful_stop = inference.events};
   // The run directory gets this inference's events when the inference is the run's: --run-dir
   // names it, or the outputs go into it (no --out). With --out elsewhere a trained run is only
   // read (its checkpoint), never written: the GUI's predictions, a spec's run looked at from
   // outside.
-  const bool has_run_dir = !options.run_dir.empty() || inference.out.empty();
-  std::unique_ptr<train::EventWriter> events;
-  if (inference.events) {
-    events = openTaskEvents(has_run_dir ? run_dir : fs::path(), err);
-    if (!events) return kExitBadData;
-    train::StopSignal::install();
-  }
-  out.flush();
-  TaskReport report(events.get(), out, err);
-  try {
-    return infer(options, inference, *maybe, run_dir, has_run_dir, out_dir, report, out);
-  } catch (const std::exception& e) {
-    // An event that could not be written (a full disk): the writer names the file.
-    err << "error: " << e.what() << '\n';
-    return exitCodeFor(e, kExitFailed);
-  }
+  entry.owns_run_dir = [&](const fs::path&) {
+    return !options.run_dir.empty() || inference.out.empty();
+  };
+  return runTask(entry, options, out, err, [&](TaskContext& task) {
+    const fs::path out_dir = inference.out.empty() ? task.run_dir / "inference" : inference.out;
+    return infer(options, inference, task.spec(), task.run_dir, task.has_run_dir, out_dir,
+                 task.report, out);
+  });
 }
 
 }  // namespace mrcnn::engine

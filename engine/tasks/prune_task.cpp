@@ -19,9 +19,11 @@
 #include "engine/prune/prune_plan.h"
 #include "engine/setup/model_config.h"
 #include "engine/setup/weights.h"
-#include "engine/tasks/task_common.h"
+#include "engine/events/task_report.h"
+#include "engine/setup/weights_file.h"
+#include "io/staging_dir.h"
 #include "engine/tasks/tasks.h"
-#include "engine/train/event_writer.h"
+#include "engine/events/event_writer.h"
 #include "io/atomic_file.h"
 
 namespace mrcnn::engine {
@@ -179,9 +181,9 @@ int pruneModel(const TaskOptions& options, const PruneTaskOptions& prune_options
                const spec::LoadedSpec& loaded, const fs::path& run_dir, bool has_run_dir,
                TaskReport& report) {
   const spec::Experiment& s = loaded.spec;
-  const fs::path weights = weightsFile(options, loaded, run_dir);
+  const fs::path weights = weightsFile(options.checkpoint, loaded, run_dir);
   if (weights.empty())
-    return report.fail("no_checkpoint", "no weights to prune: " + weightsSearched(options, run_dir),
+    return report.fail("no_checkpoint", "no weights to prune: " + weightsSearched(options.spec_path, run_dir),
                        kExitBadData);
   const fs::path out_dir = fs::absolute(prune_options.output_dir).lexically_normal();
   if (const std::string why = outputRefusal(out_dir); !why.empty())
@@ -239,7 +241,7 @@ int pruneModel(const TaskOptions& options, const PruneTaskOptions& prune_options
     for (const auto& [key, t] : pruned_state)
       file.emplace_back("model." + key, t);
     file.emplace_back("meta.json", metaTensor(weights, pruned->options(), ratio));
-    StagingDir staging(out_dir);
+    io::StagingDir staging(out_dir);
     model::writeStateDict(file, staging.path() / "model.pt");
     model_bytes = static_cast<int64_t>(fs::file_size(staging.path() / "model.pt"));
     io::writeFileAtomic(
@@ -267,8 +269,9 @@ int pruneModel(const TaskOptions& options, const PruneTaskOptions& prune_options
 
 int runPrune(const TaskOptions& options, const PruneTaskOptions& prune_options, std::ostream& out,
              std::ostream& err) {
-  return runModelTask(options, out, err, [&](const ModelTaskContext& c) {
-    return pruneModel(options, prune_options, c.loaded, c.run_dir, c.has_run_dir, c.report);
+  const TaskEntry entry{.name = "prune", .run_dir_events = RunDirEvents::IfExists};
+  return runTask(entry, options, out, err, [&](TaskContext& c) {
+    return pruneModel(options, prune_options, c.spec(), c.run_dir, c.has_run_dir, c.report);
   });
 }
 

@@ -7,17 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "engine/harness/task_harness.h"
 #include "engine/prune/prune_rules.h"
 
 namespace mrcnn::engine {
-
-struct TaskOptions {
-  std::string task;
-  std::filesystem::path spec_path;
-  std::filesystem::path run_dir;  // empty: <output_dir>/<run name> from the spec
-  std::vector<std::string> overrides;
-  std::filesystem::path checkpoint;  // --checkpoint: weights instead of the run's or the spec's
-};
 
 // Prints the resolved spec (every default filled in) or every error of it.
 int runValidate(const TaskOptions& options, std::ostream& out, std::ostream& err);
@@ -116,7 +109,7 @@ int runDatasetStats(const TaskOptions& options, std::ostream& out, std::ostream&
 struct BenchmarkOptions {
   std::string mode = "train";  // train or inference
   uint64_t steps = 20;         // timed steps (after a few warm-up steps)
-  bool profile = false;  // one more step under the operator profiler (engine/tasks/op_profile.h)
+  bool profile = false;  // one more step under the operator profiler (engine/runtime/op_profile.h)
 };
 
 // The fake-data benchmark: synthetic batches of the spec's image size and model, training

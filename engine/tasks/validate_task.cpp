@@ -1,3 +1,5 @@
+// `--task validate`: the spec as it will run, every default filled in and marked, or every
+// error of it (the harness prints those and exits kExitBadSpec).
 #include <ostream>
 
 #include "engine/exit_codes.h"
@@ -7,20 +9,15 @@
 namespace mrcnn::engine {
 
 int runValidate(const TaskOptions& options, std::ostream& out, std::ostream& err) {
-  const spec::LoadedSpec loaded = spec::loadSpecFile(options.spec_path, options.overrides);
-  for (const auto& d : loaded.diagnostics)
-    err << d.format() << '\n';
-  if (!loaded.ok()) {
-    const auto count = loaded.errors().size();
-    err << count << (count == 1 ? " error" : " errors") << " in " << options.spec_path.string()
-        << '\n';
-    return kExitBadSpec;
-  }
-  spec::Experiment resolved = loaded.spec;
-  out << "# " << options.spec_path.string() << ": valid. The spec as it will run, every "
-      << "field listed; '# default' marks values the file does not set.\n";
-  out << spec::printResolved(resolved);
-  return kExitOk;
+  const TaskEntry entry{
+      .name = "validate", .run_dir_events = RunDirEvents::Never, .events = false};
+  return runTask(entry, options, out, err, [&](TaskContext& task) {
+    spec::Experiment resolved = task.spec().spec;
+    out << "# " << options.spec_path.string() << ": valid. The spec as it will run, every "
+        << "field listed; '# default' marks values the file does not set.\n";
+    out << spec::printResolved(resolved);
+    return kExitOk;
+  });
 }
 
 }  // namespace mrcnn::engine

@@ -18,7 +18,7 @@
 #include <set>
 #include <sstream>
 
-#include "engine/train/event_writer.h"
+#include "engine/events/event_writer.h"
 #include "io/atomic_file.h"
 #include "io/write_error.h"
 

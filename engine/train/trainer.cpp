@@ -9,7 +9,7 @@
 #include "dataset/loader/sample_order.h"
 #include "engine/exit_codes.h"
 #include "engine/setup/data_setup.h"
-#include "engine/train/autocast_scope.h"
+#include "engine/runtime/autocast_scope.h"
 #include "engine/train/loss_scaler.h"
 #include "engine/train/solver.h"
 #include "engine/train/stop_signal.h"

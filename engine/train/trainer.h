@@ -46,6 +46,7 @@ struct TrainState {
   bool stop = false;                // a hook ends the run after this step
   std::string status = "ok";        // "stopped" after a graceful stop
   std::optional<EvalOutcome> eval;  // an evaluation made in this step, for afterEval
+  std::vector<std::string> summary;  // what hooks add to the run's done summary (afterTrain)
 };
 
 // One micro-batch's losses on their way to backward.

@@ -16,7 +16,7 @@
 #include "engine/inference/coco_results.h"
 #include "engine/model/postprocess.h"
 #include "engine/setup/data_setup.h"
-#include "engine/train/autocast_scope.h"
+#include "engine/runtime/autocast_scope.h"
 #include "engine/validation/validation_overlay.h"
 
 namespace mrcnn::engine {

@@ -14,10 +14,10 @@
 
 #include "dataset/coco/coco.h"
 #include "dataset/loader/loader.h"
-#include "engine/eval/evaluator.h"
+#include "eval/evaluator.h"
 #include "engine/model/mask_rcnn.h"
-#include "engine/setup/precision.h"
-#include "engine/train/loss_values.h"
+#include "engine/runtime/precision.h"
+#include "engine/model/loss_values.h"
 
 namespace mrcnn::dist {
 class ProcessGroup;

@@ -1,5 +1,5 @@
 // Whether this CPU computes bf16 natively (AVX-512 BF16 or AMX-BF16), as the engine decides
-// whether a spec's use_amp bf16 runs or falls back to fp32 (engine/setup/precision.h): tests
+// whether a spec's use_amp bf16 runs or falls back to fp32 (engine/runtime/precision.h): tests
 // that depend on the precision the engine picks ask it here.
 #pragma once
 

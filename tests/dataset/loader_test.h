@@ -25,7 +25,7 @@
 #include "dataset/loader/sample_order.h"
 #include "dataset/loader/shard_source.h"
 #include "dataset/rle.h"
-#include "dataset/shapes_generator.h"
+#include "dataset/shapes/shapes_generator.h"
 
 namespace fs = std::filesystem;
 using namespace mrcnn::dataset;

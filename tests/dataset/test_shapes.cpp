@@ -18,7 +18,7 @@
 
 #include "dataset/json_writer.h"
 #include "dataset/rle.h"
-#include "dataset/shapes_generator.h"
+#include "dataset/shapes/shapes_generator.h"
 #include "tests/common/files.h"
 
 namespace fs = std::filesystem;

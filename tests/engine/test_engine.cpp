@@ -9,7 +9,7 @@
 
 #include "engine/cli.h"
 #include "engine/exit_codes.h"
-#include "engine/setup/device.h"
+#include "engine/runtime/device.h"
 #include "io/atomic_file.h"
 
 using namespace mrcnn::engine;

@@ -12,10 +12,10 @@
 #include <set>
 
 #include "dataset/coco/coco.h"
-#include "engine/eval/coco_eval.h"
-#include "engine/eval/evaluator.h"
-#include "engine/eval/results_json.h"
-#include "engine/eval/tide.h"
+#include "eval/coco_eval.h"
+#include "eval/evaluator.h"
+#include "eval/results_json.h"
+#include "eval/tide.h"
 #include "tests/common/reference_script.h"
 
 using namespace mrcnn;

@@ -6,7 +6,7 @@
 #include <QJsonObject>
 #include <cstdlib>
 
-#include "engine/eval/curves.h"
+#include "eval/curves.h"
 
 namespace mrcnn::ui {
 

@@ -16,7 +16,7 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 
-#include "engine/eval/class_thresholds.h"
+#include "eval/class_thresholds.h"
 #include "ui/analysis/confusion_plot.h"
 #include "ui/analysis/pr_curve_plot.h"
 #include "ui/analysis/tide_plot.h"

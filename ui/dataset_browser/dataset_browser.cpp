@@ -16,7 +16,7 @@
 #include <QVBoxLayout>
 #include <algorithm>
 
-#include "dataset/shapes_generator.h"
+#include "dataset/shapes/shapes_generator.h"
 #include "dataset/stats/spec_anchors.h"
 #include "specs/spec.h"
 #include "ui/common/background.h"

@@ -6,7 +6,7 @@
 #include "engine/dist/data_parallel.h"
 #include "engine/exit_codes.h"
 #include "engine/train/checkpoint.h"
-#include "engine/train/event_writer.h"
+#include "engine/events/event_writer.h"
 #include "engine/train/hooks/hooks.h"
 #include "engine/train/loss_scaler.h"
 #include "engine/train/solver.h"

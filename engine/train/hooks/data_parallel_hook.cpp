@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "engine/dist/data_parallel.h"
-#include "engine/train/event_writer.h"
+#include "engine/events/event_writer.h"
 #include "engine/train/hooks/hooks.h"
 
 namespace mrcnn::train {

@@ -1,6 +1,6 @@
 #include <string>
 
-#include "engine/train/event_writer.h"
+#include "engine/events/event_writer.h"
 #include "engine/train/hooks/hooks.h"
 
 namespace mrcnn::train {

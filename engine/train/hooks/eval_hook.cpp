@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "engine/dist/data_parallel.h"
-#include "engine/eval/metrics_record.h"
+#include "eval/metrics_record.h"
 #include "engine/train/checkpoint.h"
-#include "engine/train/event_writer.h"
+#include "engine/events/event_writer.h"
 #include "engine/train/hooks/hooks.h"
 #include "engine/train/run_dir.h"
 #include "engine/validation/validator.h"

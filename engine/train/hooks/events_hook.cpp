@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "dataset/loader/loader.h"
-#include "engine/train/event_writer.h"
+#include "engine/events/event_writer.h"
 #include "engine/train/hooks/hooks.h"
 #include "engine/train/loss_scaler.h"
 

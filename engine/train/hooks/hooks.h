@@ -1,11 +1,14 @@
 // The training loop's hooks (engine/train/trainer.h), one file each. The train task
 // (engine/tasks/train_task.cpp) assembles them in this order:
 //   schedule -> data parallel -> events -> evaluation -> early stop -> checkpoints -> stop
+//   -> overlays
 #pragma once
 
 #include <c10/core/Device.h>
 
 #include <cstdint>
+#include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -78,5 +81,14 @@ std::unique_ptr<TrainHook> makeCheckpointHook(CheckpointStore& store, model::Mas
 
 // A graceful stop (SIGINT/SIGTERM) ends the run after the step, status "stopped".
 std::unique_ptr<TrainHook> makeStopHook();
+
+// Draws the validation images' overlays with the final weights into `dir`; returns an empty
+// string when done, else why not.
+using DrawOverlays = std::function<std::string()>;
+// After a run that ended "ok": the overlays of the validation images with the final weights
+// (added after the checkpoint hook, whose final checkpoint they are drawn with). A finished run
+// trained again draws nothing: its weights are those the overlays in `dir` were drawn with.
+std::unique_ptr<TrainHook> makeOverlaysHook(EventWriter& events, const std::filesystem::path& dir,
+                                            DrawOverlays draw);
 
 }  // namespace mrcnn::train

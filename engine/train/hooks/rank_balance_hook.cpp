@@ -1,7 +1,7 @@
 #include <string>
 
 #include "engine/dist/rank_times.h"
-#include "engine/train/event_writer.h"
+#include "engine/events/event_writer.h"
 #include "engine/train/hooks/hooks.h"
 
 namespace mrcnn::train {

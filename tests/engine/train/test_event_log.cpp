@@ -1,4 +1,4 @@
-// The run's readable log (engine/train/event_writer.h): log.txt beside events.jsonl, every
+// The run's readable log (engine/events/event_writer.h): log.txt beside events.jsonl, every
 // event as timestamped text, written with the same guarantees as events.jsonl (appended, one
 // write per event, never a torn line); log events are lines without a trailing newline.
 #include <signal.h>
@@ -14,7 +14,7 @@
 #include <iterator>
 #include <stdexcept>
 
-#include "engine/train/event_writer.h"
+#include "engine/events/event_writer.h"
 #include "specs/events.h"
 #include "tests/common/files.h"
 

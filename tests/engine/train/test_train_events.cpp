@@ -21,10 +21,10 @@
 #include <thread>
 
 #include "engine/train/checkpoint.h"
-#include "engine/train/event_writer.h"
+#include "engine/events/event_writer.h"
 #include "engine/train/run_dir.h"
 #include "engine/train/stop_signal.h"
-#include "engine/train/tensorboard_writer.h"
+#include "engine/events/tensorboard_writer.h"
 #include "specs/events.h"
 #include "specs/tensorboard.pb.h"
 #include "tests/common/files.h"

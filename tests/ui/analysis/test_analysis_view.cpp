@@ -18,9 +18,9 @@
 #include <QtTest>
 
 #include "dataset/coco/coco.h"
-#include "engine/eval/class_thresholds.h"
-#include "engine/eval/evaluator.h"
-#include "engine/eval/results_json.h"
+#include "eval/class_thresholds.h"
+#include "eval/evaluator.h"
+#include "eval/results_json.h"
 #include "ui/analysis/analysis_view.h"
 #include "ui/analysis/confusion_plot.h"
 #include "ui/analysis/pr_curve_plot.h"

@@ -1,11 +1,11 @@
-#include "engine/tasks/export_report.h"
+#include "engine/validation/export_report.h"
 
 #include <chrono>
 #include <sstream>
 
 #include "engine/inference/libtorch_backend.h"
 #include "engine/inference/openvino_backend.h"
-#include "engine/tasks/backend_setup.h"
+#include "engine/setup/backend_setup.h"
 
 namespace mrcnn::engine {
 namespace {

@@ -1,4 +1,4 @@
-#include "dataset/shapes_generator.h"
+#include "dataset/shapes/shapes_generator.h"
 
 #include <algorithm>
 #include <cmath>
@@ -16,7 +16,7 @@
 
 #include "dataset/json_writer.h"
 #include "dataset/rle.h"
-#include "dataset/shapes_internal.h"
+#include "dataset/shapes/shapes_internal.h"
 #include "io/atomic_file.h"
 
 namespace mrcnn::dataset {

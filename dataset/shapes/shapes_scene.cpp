@@ -1,13 +1,13 @@
 // The shapes dataset's images: each one painted from its own random stream (background,
 // shapes in z-order, a crowd cluster sometimes, noise), with what every instance painted and
-// what stays visible of it. dataset/shapes_generator.cpp annotates and writes them.
+// what stays visible of it. dataset/shapes/shapes_generator.cpp annotates and writes them.
 #include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <opencv2/imgproc.hpp>
 
-#include "dataset/shapes_generator.h"
-#include "dataset/shapes_internal.h"
+#include "dataset/shapes/shapes_generator.h"
+#include "dataset/shapes/shapes_internal.h"
 
 namespace mrcnn::dataset {
 namespace {

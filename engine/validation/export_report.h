@@ -15,11 +15,11 @@
 
 #include "dataset/coco/coco.h"
 #include "dataset/json_writer.h"
-#include "engine/eval/evaluator.h"
+#include "eval/evaluator.h"
 #include "engine/export/detection_parity.h"
 #include "engine/inference/image_input.h"
 #include "engine/model/mask_rcnn.h"
-#include "engine/tasks/task_common.h"
+#include "engine/events/task_report.h"
 
 namespace mrcnn::engine {
 

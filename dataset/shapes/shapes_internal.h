@@ -1,6 +1,6 @@
 // What the shapes generator's two halves share (not part of the dataset library's API): the
 // platform-independent random streams, and the smallest visible area an instance keeps.
-// dataset/shapes_scene.cpp paints the images, dataset/shapes_generator.cpp annotates them and
+// dataset/shapes/shapes_scene.cpp paints the images, dataset/shapes/shapes_generator.cpp annotates them and
 // writes the files.
 #pragma once
 
