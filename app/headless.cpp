@@ -74,13 +74,17 @@ constexpr const char* kUsage =
     "[--iou-type bbox|segm|both] [--metrics-out M.json]\n"
     "       mrcnn-workbench --headless --task dataset_convert --image-dir DIR --annotations F.json "
     "--output-dir DIR [--tag TAG] [--num-shards N] [--include-mask true|false]\n"
+    "       mrcnn-workbench --headless --task dataset_import --input PATH --output-dir DIR "
+    "[--format labelme|voc|cvat|yolo|coco] [--split train=0.8,val=0.2] [--seed N] "
+    "[--labels FILE] [--copy-images]\n"
     "       mrcnn-workbench --headless [SPEC] --task dataset_stats [--annotations F.json "
     "[--annotations G.json] --output-dir DIR]\n"
     "data-parallel training (one engine process a rank, PyTorch's c10d: Gloo on the CPU,\n"
     "NCCL on GPUs): --nproc-per-node N [--nnodes M --node-rank R --master-addr A "
     "--master-port P]\n"
     "--raw-events: rank 0's JSON event lines as they are (for programs, the GUI), not rendered\n"
-    "tasks: train (default), validate, evaluate, inference, dataset_convert, dataset_stats, "
+    "tasks: train (default), validate, evaluate, inference, dataset_convert, dataset_import, "
+    "dataset_stats, "
     "benchmark, prune, export\n";
 
 // The launcher's own options (not passed to the engine).
@@ -145,6 +149,7 @@ int runHeadless(const std::vector<std::string>& args, const std::string& self) {
       // Every option but these flags takes a value, which goes along (the engine checks
       // the names).
       const bool flag = a == "--version" || a == "--gen-ds-config" || a == "--profile" ||
+                        a == "--copy-images" ||
                         a.find('=') != std::string::npos;
       if (!flag && i + 1 < args.size()) {
         engine_args.push_back(args[++i]);

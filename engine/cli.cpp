@@ -46,14 +46,19 @@ constexpr const char* kUsage =
     "                    geometric_mean] [--pruning-granularity N] [--min-num-filters N]\n"
     "                    [--excluded-layers a,b,...]   (TAO's -pth -nm -eq -pg -nf -el;\n"
     "                    model.pt and status.json into a new or empty DIR)\n"
+    "       mrcnn-engine --task dataset_import --input PATH --output-dir DIR\n"
+    "                    [--format labelme|voc|cvat|yolo|coco] [--split train=0.8,val=0.2]\n"
+    "                    [--seed N] [--labels FILE] [--copy-images]\n"
+    "                    (another tool's data set into COCO json, one file a split, and\n"
+    "                    import_report.json; the format is detected when not given)\n"
     "       mrcnn-engine --spec SPEC --task benchmark [--mode train|inference] [--steps N]\n"
     "                    [--profile]\n"
     "                    (synthetic batches of the spec's image size and model; --profile: one\n"
     "                    more step under LibTorch's profiler, its busiest operators and kernels)\n"
     "data-parallel: started by torchrun, SLURM or mrcnn-workbench --nproc-per-node, the\n"
     "engine joins their process group (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT)\n"
-    "tasks: train (default), validate, evaluate, inference, dataset_convert, benchmark, export,\n"
-    "       prune\n";
+    "tasks: train (default), validate, evaluate, inference, dataset_convert, dataset_import,\n"
+    "       dataset_stats, benchmark, export, prune\n";
 
 // Options that take a value; --set may be repeated.
 const std::set<std::string> kValueOptions = {"--spec",
@@ -84,9 +89,14 @@ const std::set<std::string> kValueOptions = {"--spec",
                                              "--equalization-criterion",
                                              "--pruning-granularity",
                                              "--min-num-filters",
-                                             "--excluded-layers"};
+                                             "--excluded-layers",
+                                             "--format",
+                                             "--input",
+                                             "--split",
+                                             "--seed",
+                                             "--labels"};
 // Options without a value.
-const std::set<std::string> kFlags = {"--gen-ds-config", "--profile"};
+const std::set<std::string> kFlags = {"--gen-ds-config", "--profile", "--copy-images"};
 
 // A whole number from `min`, or nullopt.
 std::optional<int64_t> wholeNumber(const std::string& text, int64_t min) {
@@ -220,6 +230,23 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
   if (annotations.size() > 1 && task != "dataset_stats") {
     err << "mrcnn-engine: --annotations given twice\n";
     return kExitUsage;
+  }
+  if (task == "dataset_import") {
+    if (values.count("--spec")) {
+      err << "mrcnn-engine: dataset_import takes no --spec (it makes the data set a spec then "
+             "names)\n"
+          << kUsage;
+      return kExitUsage;
+    }
+    DatasetImportOptions options;
+    options.format = get("--format");
+    options.input = get("--input");
+    options.output_dir = get("--output-dir");
+    options.split = get("--split");
+    options.seed = get("--seed");
+    options.labels = get("--labels");
+    options.copy_images = values.count("--copy-images") > 0;
+    return runDatasetImport(options, out, err);
   }
   if (task == "dataset_stats" && !values.count("--spec")) {
     if (annotations.empty()) {

@@ -106,6 +106,23 @@ int runDatasetStatsFiles(const DatasetStatsOptions& options, std::ostream& out, 
 // (start, the tables as a log, a warning per problem, done) and <run dir>/stats.json.
 int runDatasetStats(const TaskOptions& options, std::ostream& out, std::ostream& err);
 
+// dataset_import's command line (empty: the default).
+struct DatasetImportOptions {
+  std::string format;  // labelme, voc, cvat, yolo, coco; empty: detected from the input
+  std::filesystem::path input;
+  std::filesystem::path output_dir;  // a new or empty folder
+  std::string split;                 // "train=0.8,val=0.2"; empty: one split, "train"
+  std::string seed;
+  std::filesystem::path labels;  // a label a line (LabelMe's labels.txt): category order
+  bool copy_images = false;
+};
+
+// Imports a data set in another tool's format (dataset/import/import.h) into
+// output_dir/annotations/instances_<split>.json and output_dir/import_report.json. Events on
+// stdout: start, progress, a warning per kind of problem, the summary, done. Input that cannot
+// be imported writes nothing and exits kExitBadData; a non-empty output folder too.
+int runDatasetImport(const DatasetImportOptions& options, std::ostream& out, std::ostream& err);
+
 struct BenchmarkOptions {
   std::string mode = "train";  // train or inference
   uint64_t steps = 20;         // timed steps (after a few warm-up steps)
