@@ -8,14 +8,12 @@
 #include <limits>
 #include <map>
 #include <mutex>
-#include <new>
-#include <opencv2/imgcodecs.hpp>
 #include <span>
 #include <string_view>
 #include <thread>
 #include <utility>
 
-#include "dataset/image/decode_image.h"
+#include "dataset/loader/process_sample.h"
 #include "dataset/loader/sample_order.h"
 #include "dataset/loader/visit_plan.h"
 
@@ -47,16 +45,6 @@ bool skipsImage(LoaderWarningCode code) {
   return code == LoaderWarningCode::kMissingImage || code == LoaderWarningCode::kUnreadableImage ||
          code == LoaderWarningCode::kCorruptImage || code == LoaderWarningCode::kSizeMismatch;
 }
-
-// One sample as a worker leaves it for the assembler.
-struct SampleResult {
-  bool ok = false;
-  ImageMeta meta;
-  std::vector<float> pixels;  // [3, meta.height, meta.width]
-  Targets targets;
-  std::vector<LoaderWarning> warnings;
-  std::exception_ptr fatal;  // an unexpected failure: ends the stream with this error
-};
 
 // What the consumer receives, in stream order.
 struct Outcome {
@@ -281,139 +269,13 @@ class Loader::Pipeline {
     try {
       const auto [epoch, visit] = locate(k);
       const uint64_t position = plan_.position(visit);
-      return process(epoch, position, sampleAt(epoch, position));
+      return processSample(*source_, options_, resize_, epoch, position,
+                           sampleAt(epoch, position));
     } catch (...) {
       SampleResult result;
       result.fatal = std::current_exception();
       return result;
     }
-  }
-
-  // Reads, decodes and transforms one sample. Bad data gives warnings; only unexpected
-  // failures (out of memory, a bug) escape.
-  SampleResult process(uint64_t epoch, uint64_t position, uint32_t index) const {
-    SampleResult result;
-    int64_t image_id = 0;
-    auto warn = [&](LoaderWarningCode code, std::string message,
-                    std::optional<int64_t> annotation_id = std::nullopt) {
-      result.warnings.push_back({.code = code,
-                                 .image_id = image_id,
-                                 .annotation_id = annotation_id,
-                                 .message = std::move(message),
-                                 .epoch = epoch,
-                                 .position = position});
-    };
-    SourceSample sample;
-    try {
-      image_id = source_->imageId(index);
-      sample = source_->read(index);
-    } catch (const std::bad_alloc&) {
-      throw;
-    } catch (const SampleError& e) {
-      warn(e.kind() == SampleError::Kind::kMissing ? LoaderWarningCode::kMissingImage
-                                                   : LoaderWarningCode::kUnreadableImage,
-           e.what());
-      return result;
-    } catch (const std::exception& e) {
-      warn(LoaderWarningCode::kUnreadableImage, e.what());
-      return result;
-    }
-    image_id = sample.image_id;
-
-    cv::Mat image;
-    if (!sample.encoded.empty()) {
-      // COCO's annotations are in the stored pixel grid: EXIF orientation is not applied.
-      DecodedImage decoded = decodeImage(sample.encoded);
-      sample.encoded.clear();
-      sample.encoded.shrink_to_fit();
-      if (!decoded.ok()) {
-        warn(LoaderWarningCode::kCorruptImage, sample.origin + ": " + decoded.problem);
-        return result;
-      }
-      image = std::move(decoded.bgr);
-    } else {
-      image = sample.decoded;
-    }
-    if (image.empty() || image.type() != CV_8UC3) {
-      warn(LoaderWarningCode::kCorruptImage, sample.origin + ": cannot be decoded as an image");
-      return result;
-    }
-    if (sample.height != 0 && (image.rows != static_cast<int>(sample.height) ||
-                               image.cols != static_cast<int>(sample.width))) {
-      warn(LoaderWarningCode::kSizeMismatch,
-           sample.origin + ": the image is " + std::to_string(image.cols) + "x" +
-               std::to_string(image.rows) + ", the annotations say " +
-               std::to_string(sample.width) + "x" + std::to_string(sample.height));
-      return result;
-    }
-
-    const bool flip = options_.training && options_.augment_input_data &&
-                      flipDecision(options_.seed, epoch, index);
-    const ResizedSize size = resizedSize(image.rows, image.cols, resize_);
-    const auto h = static_cast<size_t>(size.height);
-    const auto w = static_cast<size_t>(size.width);
-    result.pixels.resize(3 * h * w);
-    resizeNormalize(image, /*bgr=*/true, size.height, size.width, flip, result.pixels.data(), w,
-                    h * w);
-    result.meta = {.image_id = image_id,
-                   .source_index = index,
-                   .original_height = image.rows,
-                   .original_width = image.cols,
-                   .height = size.height,
-                   .width = size.width,
-                   .scale = size.scale,
-                   .flipped = flip};
-    image.release();
-
-    // Instances: crowd skipping, unknown labels, empty boxes, then the cap.
-    struct Kept {
-      const SourceAnnotation* annotation;
-      std::array<float, 4> box;
-    };
-    std::vector<Kept> kept;
-    const size_t cap = options_.training && options_.max_num_instances > 0
-                           ? options_.max_num_instances
-                           : std::numeric_limits<size_t>::max();
-    for (const SourceAnnotation& a : sample.annotations) {
-      if (kept.size() >= cap) break;
-      if (options_.training && options_.skip_crowd_during_training && a.iscrowd) continue;
-      if (a.label == 0) {
-        warn(LoaderWarningCode::kUnknownCategory,
-             "category id " + std::to_string(a.category_id) + " has no label", a.id);
-        continue;
-      }
-      const auto box = transformBox(a.bbox, result.meta.original_height, result.meta.original_width,
-                                    size.height, size.width, flip);
-      if (box[2] - box[0] < 1.0f || box[3] - box[1] < 1.0f) continue;
-      kept.push_back({&a, box});
-    }
-
-    Targets& t = result.targets;
-    t.boxes.reserve(4 * kept.size());
-    if (options_.load_masks) t.masks.resize(kept.size() * h * w);
-    size_t n = 0;
-    for (const Kept& k : kept) {
-      if (options_.load_masks) {
-        try {
-          const cv::Mat mask = decodeMask(source_->mask(*k.annotation));
-          resizeMask(mask, size.height, size.width, flip, t.masks.data() + n * h * w);
-        } catch (const std::bad_alloc&) {
-          throw;
-        } catch (const std::exception& e) {
-          warn(LoaderWarningCode::kBadMask, std::string("mask cannot be decoded: ") + e.what(),
-               k.annotation->id);
-          continue;
-        }
-      }
-      t.boxes.insert(t.boxes.end(), k.box.begin(), k.box.end());
-      t.labels.push_back(k.annotation->label);
-      t.iscrowd.push_back(k.annotation->iscrowd ? 1 : 0);
-      t.annotation_ids.push_back(k.annotation->id);
-      ++n;
-    }
-    if (options_.load_masks) t.masks.resize(n * h * w);
-    result.ok = true;
-    return result;
   }
 
   // Takes sample k's result in stream order; appends what it completes to `out`. Returns
