@@ -49,6 +49,8 @@ void anchor(Message* message, std::string_view path, const fs::path& spec_dir) {
   if (field->cpp_type() != FieldDescriptor::CPPTYPE_STRING) return;
   const std::string value = reflection->GetString(*message, field);
   if (value.empty() || fs::path(value).is_absolute()) return;
+  // A name of published weights ("torchvision:resnet50", see validate.cpp) is no path.
+  if (path == "checkpoint" && value.rfind("torchvision:", 0) == 0) return;
   reflection->SetString(message, field, (spec_dir / value).lexically_normal().string());
 }
 

@@ -204,6 +204,21 @@ void checkSchedule(const Experiment& s, Checker& c, Resolved* r) {
               std::string("not a valid regular expression: ") + ex.what());
     }
   }
+  // checkpoint may name published weights instead of a file ("torchvision:resnet50", the
+  // catalogue of weights/catalogue.h): they are resolved, and downloaded into the user's
+  // cache, when a task starts, which also names the catalogue's names when one is unknown.
+  // Only the form is checked here, so that the spec library needs no catalogue.
+  static const std::regex weights_name_re("torchvision:[A-Za-z0-9_.-]+");
+  if (s.checkpoint().rfind("torchvision:", 0) == 0 &&
+      !std::regex_match(s.checkpoint(), weights_name_re)) {
+    c.error("checkpoint", "\"" + s.checkpoint() +
+                              "\" is not a weights name: torchvision: and a name such as resnet50 "
+                              "or maskrcnn_resnet50_fpn");
+  }
+  if (s.pruned_model_path().rfind("torchvision:", 0) == 0) {
+    c.error("pruned_model_path",
+            "is a pruned model's file (from the prune task); published weights go in checkpoint");
+  }
 }
 
 void checkModel(const MaskRCNNConfig& m, Checker& c, Resolved* r) {

@@ -20,6 +20,7 @@ class SpecTest : public QObject {
   void resolvedSpecListsEveryFieldAndParsesBack();
   void relativePathsFollowTheSpecFile();
   void specAsRunKeepsItsPathsWhenMoved();
+  void weightsNamesAreNotPaths();
   void missingFileIsAnError();
   void taoTrackingBlocksAreAcceptedWithAWarning();
 };

@@ -541,6 +541,29 @@ void SpecTest::specAsRunKeepsItsPathsWhenMoved() {
   QVERIFY(!partial.data_config().has_train_image_dir());
 }
 
+void SpecTest::weightsNamesAreNotPaths() {
+  // checkpoint: "torchvision:resnet50" names published weights (weights/catalogue.h): valid
+  // without a file of that name, and kept as written in the spec as run (not made
+  // "<spec dir>/torchvision:resnet50").
+  const LoadedSpec loaded = load(std::string(kValidBase) + "checkpoint: \"torchvision:resnet50\"\n");
+  QVERIFY2(loaded.ok(), qPrintable(dump(loaded)));
+  Experiment as_run = loaded.spec;
+  anchorPaths(&as_run, "/work/specs");
+  QCOMPARE(as_run.checkpoint(), std::string("torchvision:resnet50"));
+  // A file path beside it is still anchored.
+  as_run.set_checkpoint("torchvision_resnet50.pth");
+  anchorPaths(&as_run, "/work/specs");
+  QCOMPARE(as_run.checkpoint(), std::string("/work/specs/torchvision_resnet50.pth"));
+
+  const LoadedSpec empty_name = load(std::string(kValidBase) + "checkpoint: \"torchvision:\"\n");
+  QVERIFY(!empty_name.ok());
+  QVERIFY2(dump(empty_name).contains("checkpoint: \"torchvision:\" is not a weights name"),
+           qPrintable(dump(empty_name)));
+  const LoadedSpec pruned = load(std::string(kValidBase) + "pruned_model_path: \"torchvision:resnet50\"\n");
+  QVERIFY(!pruned.ok());
+  QVERIFY2(dump(pruned).contains("pruned_model_path: is a pruned model's file"), qPrintable(dump(pruned)));
+}
+
 void SpecTest::missingFileIsAnError() {
   const LoadedSpec loaded = loadSpecFile("/nonexistent/spec.txt");
   QVERIFY(!loaded.ok());
