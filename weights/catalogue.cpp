@@ -26,7 +26,8 @@ bool isHex(std::string_view s) {
 // Reads the fields of one entry; every error names the entry.
 class EntryReader {
  public:
-  EntryReader(dom::element element, std::string where) : element_(element), where_(std::move(where)) {}
+  EntryReader(dom::element element, std::string where)
+      : element_(element), where_(std::move(where)) {}
 
   std::string text(const char* key, bool required = true) const {
     dom::element v;
@@ -35,24 +36,29 @@ class EntryReader {
       return {};
     }
     std::string_view s;
-    if (v.get_string().get(s) != simdjson::SUCCESS) fail(std::string("\"") + key + "\" is not a string");
+    if (v.get_string().get(s) != simdjson::SUCCESS)
+      fail(std::string("\"") + key + "\" is not a string");
     return std::string(s);
   }
   int64_t integer(const char* key, int64_t otherwise) const {
     dom::element v;
     if (element_.at_key(key).get(v) != simdjson::SUCCESS) return otherwise;
     int64_t n = 0;
-    if (v.get_int64().get(n) != simdjson::SUCCESS) fail(std::string("\"") + key + "\" is not an integer");
+    if (v.get_int64().get(n) != simdjson::SUCCESS)
+      fail(std::string("\"") + key + "\" is not an integer");
     return n;
   }
   bool boolean(const char* key, bool otherwise) const {
     dom::element v;
     if (element_.at_key(key).get(v) != simdjson::SUCCESS) return otherwise;
     bool b = false;
-    if (v.get_bool().get(b) != simdjson::SUCCESS) fail(std::string("\"") + key + "\" is not true or false");
+    if (v.get_bool().get(b) != simdjson::SUCCESS)
+      fail(std::string("\"") + key + "\" is not true or false");
     return b;
   }
-  [[noreturn]] void fail(const std::string& what) const { throw WeightsError(where_ + ": " + what); }
+  [[noreturn]] void fail(const std::string& what) const {
+    throw WeightsError(where_ + ": " + what);
+  }
 
  private:
   dom::element element_;
@@ -67,7 +73,8 @@ CatalogueEntry readEntry(dom::element element, const std::string& where) {
     r.fail("name \"" + e.name + "\" has no namespace (\"torchvision:\")");
   e.url = r.text("url");
   const size_t slash = e.url.rfind('/');
-  if (e.url.find("://") == std::string::npos || slash == std::string::npos || slash + 1 == e.url.size())
+  if (e.url.find("://") == std::string::npos || slash == std::string::npos ||
+      slash + 1 == e.url.size())
     r.fail("url \"" + e.url + "\" is not an http(s) URL of a file");
   e.file_name = e.url.substr(slash + 1);
   e.sha256_prefix = r.text("sha256_prefix");
@@ -122,7 +129,8 @@ Catalogue parseCatalogue(std::string_view json, const std::string& source) {
     const std::string where = source + ": entry " + std::to_string(index++);
     if (!element.is_object()) throw WeightsError(where + ": not an object");
     CatalogueEntry e = readEntry(element, where);
-    if (!names.insert(e.name).second) throw WeightsError(where + ": \"" + e.name + "\" given twice");
+    if (!names.insert(e.name).second)
+      throw WeightsError(where + ": \"" + e.name + "\" given twice");
     catalogue.push_back(std::move(e));
   }
   return catalogue;
@@ -166,7 +174,8 @@ std::string mirroredUrl(const std::string& url, const std::string& mirror) {
   const size_t path_start = scheme_end == std::string::npos ? 0 : url.find('/', scheme_end + 3);
   const std::string path = path_start == std::string::npos ? "/" : url.substr(path_start);
   std::string base = mirror;
-  while (!base.empty() && base.back() == '/') base.pop_back();
+  while (!base.empty() && base.back() == '/')
+    base.pop_back();
   return base + path;
 }
 

@@ -31,10 +31,10 @@ struct CatalogueEntry {
   std::string file_name;      // the URL's last segment: the file's name in the cache
   std::string sha256_prefix;  // lower-case hex, the first characters of the file's sha256
   WeightsKind kind = WeightsKind::kImageNetResNet;
-  int depth = 0;              // the ResNet depth (maskrcnn_config.nlayers) it fits
-  int num_classes = 0;        // kMaskRCNN: its predictor's classes (background included)
+  int depth = 0;                    // the ResNet depth (maskrcnn_config.nlayers) it fits
+  int num_classes = 0;              // kMaskRCNN: its predictor's classes (background included)
   std::string torchvision_weights;  // torchvision's enum, e.g. "ResNet50_Weights.IMAGENET1K_V1"
-  bool supported = true;      // false: listed so that asking for it says why not (`reason`)
+  bool supported = true;            // false: listed so that asking for it says why not (`reason`)
   std::string reason;
 };
 

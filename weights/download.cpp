@@ -112,8 +112,8 @@ class Transfer {
     }
     total_ = total > 0 ? static_cast<uint64_t>(total) : 0;
     const auto t = Clock::now();
-    if (reported_ && std::chrono::duration<double>(t - last_report_).count() <
-                         options_.progress_interval_s)
+    if (reported_ &&
+        std::chrono::duration<double>(t - last_report_).count() < options_.progress_interval_s)
       return true;
     sendProgress(/*done=*/false);
     return true;
@@ -245,9 +245,9 @@ void downloadFile(const std::string& url, const fs::path& file, const std::strin
   // A server that closes early without having announced a length looks like a complete
   // transfer to libcurl; a length it did announce must have come whole.
   if (expected >= 0 && transfer.bytes() != static_cast<uint64_t>(expected)) {
-    throw DownloadError(DownloadFailure::kTruncated,
-                        url + ": " + std::to_string(transfer.bytes()) + " of " +
-                            std::to_string(expected) + " bytes arrived");
+    throw DownloadError(DownloadFailure::kTruncated, url + ": " + std::to_string(transfer.bytes()) +
+                                                         " of " + std::to_string(expected) +
+                                                         " bytes arrived");
   }
   const std::string digest = transfer.hex();
   if (digest.compare(0, sha256_prefix.size(), sha256_prefix) != 0) {

@@ -87,7 +87,8 @@ fs::path fromCatalogue(const std::string& name, const ResolveOptions& options) {
   partial += ".partial";
   fs::remove(partial, ec);
 
-  const std::string mirror = options.mirror ? *options.mirror : mirrorFromEnvironment().value_or("");
+  const std::string mirror =
+      options.mirror ? *options.mirror : mirrorFromEnvironment().value_or("");
   const std::string url = mirroredUrl(entry.url, mirror);
   try {
     downloadFile(url, file, entry.sha256_prefix, options.download);

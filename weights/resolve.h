@@ -18,10 +18,11 @@ namespace mrcnn::weights {
 std::filesystem::path weightsCacheDir();
 
 // Where `entry`'s file is, or goes, in `cache_dir`: its published file name.
-std::filesystem::path cachedFile(const CatalogueEntry& entry, const std::filesystem::path& cache_dir);
+std::filesystem::path cachedFile(const CatalogueEntry& entry,
+                                 const std::filesystem::path& cache_dir);
 
 struct ResolveOptions {
-  DownloadOptions download;             // progress, cancellation, timeouts
+  DownloadOptions download;              // progress, cancellation, timeouts
   const Catalogue* catalogue = nullptr;  // null: builtinCatalogue()
   std::filesystem::path cache_dir;       // empty: weightsCacheDir()
   std::optional<std::string> mirror;     // none: MRCNN_WEIGHTS_MIRROR

@@ -16,7 +16,9 @@ Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
     throw WeightsError("OpenSSL cannot start a SHA-256 hash");
 }
 
-Sha256::~Sha256() { EVP_MD_CTX_free(ctx_); }
+Sha256::~Sha256() {
+  EVP_MD_CTX_free(ctx_);
+}
 
 void Sha256::update(const void* data, size_t size) {
   if (EVP_DigestUpdate(ctx_, data, size) != 1) throw WeightsError("OpenSSL's SHA-256 failed");

@@ -48,8 +48,10 @@ void requireFit(const model::LoadReport& loaded, const std::string& source, cons
   if (missing.empty() && loaded.unexpected.empty()) return;
   std::ostringstream os;
   os << source << ": does not fit the model (" << why << "):";
-  for (const auto& m : missing) os << "\n  missing key " << m;
-  for (const auto& u : loaded.unexpected) os << "\n  unexpected key " << u;
+  for (const auto& m : missing)
+    os << "\n  missing key " << m;
+  for (const auto& u : loaded.unexpected)
+    os << "\n  unexpected key " << u;
   throw model::StateDictError(os.str());
 }
 
@@ -97,15 +99,18 @@ WeightsReport loadImageNet(model::MaskRCNNImpl& net, const model::StateDict& sta
   } catch (const model::StateDictError& e) {
     // The body's keys are relative to it: say where they go.
     throw model::StateDictError(std::string(e.what()) +
-                                "\n  (an ImageNet classifier's keys, loaded into " + kBodyPrefix + ")");
+                                "\n  (an ImageNet classifier's keys, loaded into " + kBodyPrefix +
+                                ")");
   }
   return report;
 }
 
 // Blocks per stage (layer1..4) and whether the blocks are bottlenecks -> the ResNet depth.
 int depthOf(const std::array<int, 4>& blocks, bool bottleneck) {
-  const std::map<std::array<int, 4>, int> basic = {{{1, 1, 1, 1}, 10}, {{2, 2, 2, 2}, 18}, {{3, 4, 6, 3}, 34}};
-  const std::map<std::array<int, 4>, int> deep = {{{3, 4, 6, 3}, 50}, {{3, 4, 23, 3}, 101}, {{3, 8, 36, 3}, 152}};
+  const std::map<std::array<int, 4>, int> basic = {
+      {{1, 1, 1, 1}, 10}, {{2, 2, 2, 2}, 18}, {{3, 4, 6, 3}, 34}};
+  const std::map<std::array<int, 4>, int> deep = {
+      {{3, 4, 6, 3}, 50}, {{3, 4, 23, 3}, 101}, {{3, 8, 36, 3}, 152}};
   const auto& table = bottleneck ? deep : basic;
   const auto it = table.find(blocks);
   return it == table.end() ? 0 : it->second;
@@ -123,7 +128,8 @@ int imageNetResNetDepth(const model::StateDict& state) {
     if (!startsWith(key, "conv1.") && !startsWith(key, "bn1.") && !startsWith(key, "layer") &&
         !startsWith(key, "fc."))
       return 0;
-    if (key.size() > 7 && startsWith(key, "layer") && key[6] == '.' && key[5] >= '1' && key[5] <= '4') {
+    if (key.size() > 7 && startsWith(key, "layer") && key[6] == '.' && key[5] >= '1' &&
+        key[5] <= '4') {
       const size_t dot = key.find('.', 7);
       if (dot == std::string::npos) return 0;
       try {
@@ -136,7 +142,8 @@ int imageNetResNetDepth(const model::StateDict& state) {
   }
   if (!conv1) return 0;
   std::array<int, 4> counts{};
-  for (size_t s = 0; s < 4; ++s) counts[s] = static_cast<int>(blocks[s].size());
+  for (size_t s = 0; s < 4; ++s)
+    counts[s] = static_cast<int>(blocks[s].size());
   return depthOf(counts, bottleneck);
 }
 
@@ -150,9 +157,9 @@ model::StateDict modelTensors(const model::StateDict& state, std::string* kind) 
   }
   if (kind) {
     const int depth = ours ? 0 : imageNetResNetDepth(state);
-    *kind = ours ? "checkpoint"
-                 : depth ? "torchvision ImageNet ResNet-" + std::to_string(depth)
-                         : "torchvision state_dict";
+    *kind = ours    ? "checkpoint"
+            : depth ? "torchvision ImageNet ResNet-" + std::to_string(depth)
+                    : "torchvision state_dict";
   }
   if (!ours) return state;
   model::StateDict out;
@@ -186,9 +193,10 @@ WeightsReport loadWeights(model::MaskRCNNImpl& model, const model::StateDict& fi
       kept.emplace_back(key, tensor);
     }
   }
-  const ClassChange change = takeClassDependent(kept, model);
+  const ClassChange change = weights.new_classes ? takeClassDependent(kept, model) : ClassChange{};
   std::set<std::string> set_aside;
-  for (const auto& [key, tensor] : change.tensors) set_aside.insert(key);
+  for (const auto& [key, tensor] : change.tensors)
+    set_aside.insert(key);
 
   model::LoadOptions options;
   options.source = source;
@@ -196,8 +204,9 @@ WeightsReport loadWeights(model::MaskRCNNImpl& model, const model::StateDict& fi
   const model::LoadReport loaded = model.loadTorchvisionState(kept, options);
   report.loaded = loaded.loaded;
   if (!options.strict) {
-    const std::string why = pattern ? "skip_checkpoint_variables \"" + weights.skip + "\" leaves them"
-                                    : "beyond its class-dependent tensors";
+    const std::string why = pattern
+                                ? "skip_checkpoint_variables \"" + weights.skip + "\" leaves them"
+                                : "beyond its class-dependent tensors";
     requireFit(loaded, source, why,
                [&](const std::string& key) { return skipped(key) || set_aside.count(key) > 0; });
   }
@@ -207,12 +216,12 @@ WeightsReport loadWeights(model::MaskRCNNImpl& model, const model::StateDict& fi
 
 WeightsReport loadWeights(model::MaskRCNNImpl& model, const std::filesystem::path& file,
                           const std::string& skip) {
-  return loadWeights(model, file, WeightsOptions{skip, {}});
+  return loadWeights(model, file, WeightsOptions{skip, {}, /*new_classes=*/false});
 }
 
 WeightsReport loadWeights(model::MaskRCNNImpl& model, const model::StateDict& state,
                           const std::string& source, const std::string& skip) {
-  return loadWeights(model, state, source, WeightsOptions{skip, {}});
+  return loadWeights(model, state, source, WeightsOptions{skip, {}, /*new_classes=*/false});
 }
 
 std::string WeightsReport::summary(const std::string& source) const {
@@ -281,13 +290,15 @@ model::MaskRCNN loadModel(model::MaskRCNNOptions options, const model::StateDict
 
 model::MaskRCNN loadModel(model::MaskRCNNOptions options, const std::filesystem::path& file,
                           const std::string& skip, WeightsReport* report) {
-  return loadModel(std::move(options), file, WeightsOptions{skip, {}}, report);
+  return loadModel(std::move(options), file, WeightsOptions{skip, {}, /*new_classes=*/false},
+                   report);
 }
 
 model::MaskRCNN loadModel(model::MaskRCNNOptions options, const model::StateDict& state,
                           const std::string& source, const std::string& skip,
                           WeightsReport* report) {
-  return loadModel(std::move(options), state, source, WeightsOptions{skip, {}}, report);
+  return loadModel(std::move(options), state, source,
+                   WeightsOptions{skip, {}, /*new_classes=*/false}, report);
 }
 
 }  // namespace mrcnn::engine

@@ -7,11 +7,11 @@
 // `skip` is the spec's skip_checkpoint_variables: a regular expression (ECMAScript, searched in
 // the model's key) of parameters not to load, which then keep their initial values.
 //
-// Fine-tuning to other classes: where the file's predictor has another number of classes than
-// the model, its class-dependent tensors (weights_classes.h) keep their initial values, with
-// one warning naming them; when the file's predictor is torchvision's COCO layout and the data
-// set's classes carry COCO names, those classes' rows are copied from COCO's. Every other
-// shape mismatch is an error.
+// Fine-tuning to other classes (WeightsOptions::new_classes): where the file's predictor has
+// another number of classes than the model, its class-dependent tensors (weights_classes.h) keep
+// their initial values, with one warning naming them; when the file's predictor is torchvision's
+// COCO layout and the data set's classes carry COCO names, those classes' rows are copied from
+// COCO's. Every other shape mismatch is an error.
 #pragma once
 
 #include <filesystem>
@@ -24,10 +24,10 @@ namespace mrcnn::engine {
 
 // A class of the model whose rows were copied from the file's predictor.
 struct ClassRowSource {
-  int64_t label = 0;          // the model's label
-  std::string name;           // the data set's name of it
-  int64_t file_label = 0;     // the row in the file's predictor (torchvision's COCO label)
-  std::string file_name;      // COCO's name of that row
+  int64_t label = 0;       // the model's label
+  std::string name;        // the data set's name of it
+  int64_t file_label = 0;  // the row in the file's predictor (torchvision's COCO label)
+  std::string file_name;   // COCO's name of that row
 };
 
 // Something the user should know about the weights (a "warning" event with this code).
@@ -61,6 +61,10 @@ struct WeightsOptions {
   // The data set's class names by label (index 0 the background; categoryTable's names). Used
   // to copy COCO's rows when the class count changes; empty: no rows are copied.
   std::vector<std::string> class_names;
+  // Fine-tuning (training's start): a predictor of another class count is a warning and its
+  // class-dependent tensors keep their initial values. False (evaluation, inference, export:
+  // a model whose heads would be untrained): it is the shape mismatch error it always was.
+  bool new_classes = true;
 };
 
 // Throws model::StateDictError naming the file: not a state_dict, keys that do not fit
@@ -71,7 +75,7 @@ WeightsReport loadWeights(model::MaskRCNNImpl& model, const std::filesystem::pat
 // The same for weights already read from `source` (a file's name, for the messages).
 WeightsReport loadWeights(model::MaskRCNNImpl& model, const model::StateDict& state,
                           const std::string& source, const WeightsOptions& options);
-// The forms before WeightsOptions (skip only).
+// The forms before WeightsOptions: skip only, new_classes false.
 WeightsReport loadWeights(model::MaskRCNNImpl& model, const std::filesystem::path& file,
                           const std::string& skip = "");
 WeightsReport loadWeights(model::MaskRCNNImpl& model, const model::StateDict& state,
@@ -91,7 +95,7 @@ model::MaskRCNN loadModel(model::MaskRCNNOptions options, const std::filesystem:
 model::MaskRCNN loadModel(model::MaskRCNNOptions options, const model::StateDict& state,
                           const std::string& source, const WeightsOptions& weights,
                           WeightsReport* report = nullptr);
-// The forms before WeightsOptions (skip only).
+// The forms before WeightsOptions: skip only, new_classes false.
 model::MaskRCNN loadModel(model::MaskRCNNOptions options, const std::filesystem::path& file,
                           const std::string& skip = "", WeightsReport* report = nullptr);
 model::MaskRCNN loadModel(model::MaskRCNNOptions options, const model::StateDict& state,

@@ -27,7 +27,8 @@ constexpr std::array<ClassTensor, 6> kClassTensors = {{
 
 std::map<std::string, at::Tensor> namedTensors(const torch::nn::Module& module) {
   std::map<std::string, at::Tensor> out;
-  for (const auto& p : module.named_parameters(/*recurse=*/true)) out[p.key()] = p.value();
+  for (const auto& p : module.named_parameters(/*recurse=*/true))
+    out[p.key()] = p.value();
   return out;
 }
 
@@ -45,7 +46,8 @@ ClassChange takeClassDependent(model::StateDict& state, const model::MaskRCNNImp
   // Every class-dependent tensor of the file must be the model's with another class count;
   // anything else (another head width, say) is not a change of classes.
   std::map<std::string, int64_t> rows;
-  for (const ClassTensor& c : kClassTensors) rows[c.key] = c.rows_per_class;
+  for (const ClassTensor& c : kClassTensors)
+    rows[c.key] = c.rows_per_class;
   for (const auto& [key, tensor] : state) {
     const auto r = rows.find(key);
     if (r == rows.end()) continue;
@@ -74,15 +76,16 @@ void applyClassChange(model::MaskRCNNImpl& model, const ClassChange& change,
                       WeightsReport& report) {
   if (change.file_classes == 0) return;
   report.file_classes = change.file_classes;
-  for (const auto& [key, tensor] : change.tensors) report.initialised.push_back(key);
+  for (const auto& [key, tensor] : change.tensors)
+    report.initialised.push_back(key);
 
   // torchvision's COCO layout: the file's row k is COCO label k, named by coco_categories.
   const auto& coco = weights::cocoCategoryNames();
   const bool coco_layout = change.file_classes == static_cast<int64_t>(coco.size());
   const int64_t model_classes = model.options().roi_heads.num_classes;
   if (coco_layout) {
-    for (size_t label = 1; label < class_names.size() && static_cast<int64_t>(label) < model_classes;
-         ++label) {
+    for (size_t label = 1;
+         label < class_names.size() && static_cast<int64_t>(label) < model_classes; ++label) {
       const auto row = weights::cocoLabelOf(class_names[label]);
       if (!row) continue;
       report.class_rows.push_back(
@@ -91,7 +94,8 @@ void applyClassChange(model::MaskRCNNImpl& model, const ClassChange& change,
   }
   if (!report.class_rows.empty()) {
     std::map<std::string, int64_t> rows_per_class;
-    for (const ClassTensor& c : kClassTensors) rows_per_class[c.key] = c.rows_per_class;
+    for (const ClassTensor& c : kClassTensors)
+      rows_per_class[c.key] = c.rows_per_class;
     const std::map<std::string, at::Tensor> ours = namedTensors(model);
     torch::NoGradGuard no_grad;
     for (const auto& [key, theirs] : change.tensors) {
@@ -102,12 +106,14 @@ void applyClassChange(model::MaskRCNNImpl& model, const ClassChange& change,
         mine->second.narrow(0, to * k, k).copy_(theirs.narrow(0, from * k, k));
       };
       copyRows(0, 0);  // the background: its score is what the classes' are weighed against
-      for (const ClassRowSource& r : report.class_rows) copyRows(r.label, r.file_label);
+      for (const ClassRowSource& r : report.class_rows)
+        copyRows(r.label, r.file_label);
     }
   }
 
   std::string keys;
-  for (const std::string& key : report.initialised) keys += (keys.empty() ? "" : ", ") + key;
+  for (const std::string& key : report.initialised)
+    keys += (keys.empty() ? "" : ", ") + key;
   std::string message = source + ": its predictor has " + std::to_string(change.file_classes) +
                         " classes and the model " + std::to_string(model_classes) + ": " + keys +
                         " are not loaded and keep their initial values";

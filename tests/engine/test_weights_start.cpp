@@ -30,7 +30,8 @@ namespace {
 
 std::map<std::string, at::Tensor> byName(const model::StateDict& state) {
   std::map<std::string, at::Tensor> out;
-  for (const auto& [k, v] : state) out[k] = v;
+  for (const auto& [k, v] : state)
+    out[k] = v;
   return out;
 }
 
@@ -124,9 +125,10 @@ class TestWeightsStart : public QObject {
     QCOMPARE(report.loaded, body_tensors);
     const QString line = QString::fromStdString(report.summary("r50.pt"));
     QVERIFY2(!line.contains('\n'), qPrintable(line));
-    QVERIFY2(line.startsWith("r50.pt (torchvision ImageNet ResNet-50): " + QString::number(body_tensors) +
-                             " tensors into the backbone's ResNet body, fc ignored (2 tensors); the FPN, "
-                             "the RPN and the RoI heads keep their initial values"),
+    QVERIFY2(line.startsWith(
+                 "r50.pt (torchvision ImageNet ResNet-50): " + QString::number(body_tensors) +
+                 " tensors into the backbone's ResNet body, fc ignored (2 tensors); the FPN, "
+                 "the RPN and the RoI heads keep their initial values"),
              qPrintable(line));
 
     net->eval();
@@ -137,7 +139,8 @@ class TestWeightsStart : public QObject {
       const at::Tensor ref = expected("r50/photo/" + std::to_string(i));
       QCOMPARE(mrcnn::testing::shapeOf(out[i]), mrcnn::testing::shapeOf(ref));
       const double err = relError(out[i], ref);
-      qInfo("layer%zu %s: relative error %.2e", i + 1, qPrintable(mrcnn::testing::shapeOf(ref)), err);
+      qInfo("layer%zu %s: relative error %.2e", i + 1, qPrintable(mrcnn::testing::shapeOf(ref)),
+            err);
       QVERIFY2(err <= 1e-5, qPrintable(QString("layer%1: relative error %2").arg(i + 1).arg(err)));
     }
   }
@@ -168,7 +171,8 @@ class TestWeightsStart : public QObject {
     if (!oracleReady()) return;
     // BasicBlocks, and batch norm trainable (freeze_bn false): the file's counters load too.
     engine::WeightsReport report;
-    model::MaskRCNN net = loaded(imageNetOptions(18, /*frozen_bn=*/false), "resnet18_imagenet.pt", {}, &report);
+    model::MaskRCNN net =
+        loaded(imageNetOptions(18, /*frozen_bn=*/false), "resnet18_imagenet.pt", {}, &report);
     QCOMPARE(QString::fromStdString(report.kind), QString("torchvision ImageNet ResNet-18"));
     net->eval();
     torch::NoGradGuard no_grad;
@@ -181,10 +185,12 @@ class TestWeightsStart : public QObject {
 
   void imageNetOfAnotherDepthIsRefused() {
     if (!oracleReady()) return;
-    const QString error = errorOf([&] { loaded(imageNetOptions(50), "resnet18_imagenet.pt", {}, nullptr); });
-    QVERIFY2(error.contains("resnet18_imagenet.pt: an ImageNet ResNet-18 classifier, but the spec's model is "
-                            "a ResNet-50 (maskrcnn_config.nlayers): set nlayers: 18, or start from "
-                            "torchvision:resnet50"),
+    const QString error =
+        errorOf([&] { loaded(imageNetOptions(50), "resnet18_imagenet.pt", {}, nullptr); });
+    QVERIFY2(error.contains(
+                 "resnet18_imagenet.pt: an ImageNet ResNet-18 classifier, but the spec's model is "
+                 "a ResNet-50 (maskrcnn_config.nlayers): set nlayers: 18, or start from "
+                 "torchvision:resnet50"),
              qPrintable(error));
   }
 
@@ -204,7 +210,8 @@ class TestWeightsStart : public QObject {
 
   void cocoRowsStartPersonCarDog() {
     if (!oracleReady()) return;
-    model::MaskRCNNOptions options = model::MaskRCNNOptions::torchvisionResNet50FPN(/*num_classes=*/4);
+    model::MaskRCNNOptions options =
+        model::MaskRCNNOptions::torchvisionResNet50FPN(/*num_classes=*/4);
     engine::WeightsOptions weights;
     weights.class_names = {"background", "person", "car", "dog"};
     engine::WeightsReport report;
@@ -214,13 +221,18 @@ class TestWeightsStart : public QObject {
     QCOMPARE(report.warnings.size(), size_t{1});
     const QString warning = QString::fromStdString(report.warnings[0].message);
     qInfo("%s", qPrintable(warning));
-    QCOMPARE(QString::fromStdString(report.warnings[0].code), QString("weights_classes_initialised"));
-    const std::set<std::string> class_keys = {
-        "roi_heads.box_predictor.cls_score.weight", "roi_heads.box_predictor.cls_score.bias",
-        "roi_heads.box_predictor.bbox_pred.weight", "roi_heads.box_predictor.bbox_pred.bias",
-        "roi_heads.mask_predictor.mask_fcn_logits.weight", "roi_heads.mask_predictor.mask_fcn_logits.bias"};
-    QCOMPARE(std::set<std::string>(report.initialised.begin(), report.initialised.end()), class_keys);
-    for (const std::string& key : class_keys) QVERIFY2(warning.contains(QString::fromStdString(key)), key.c_str());
+    QCOMPARE(QString::fromStdString(report.warnings[0].code),
+             QString("weights_classes_initialised"));
+    const std::set<std::string> class_keys = {"roi_heads.box_predictor.cls_score.weight",
+                                              "roi_heads.box_predictor.cls_score.bias",
+                                              "roi_heads.box_predictor.bbox_pred.weight",
+                                              "roi_heads.box_predictor.bbox_pred.bias",
+                                              "roi_heads.mask_predictor.mask_fcn_logits.weight",
+                                              "roi_heads.mask_predictor.mask_fcn_logits.bias"};
+    QCOMPARE(std::set<std::string>(report.initialised.begin(), report.initialised.end()),
+             class_keys);
+    for (const std::string& key : class_keys)
+      QVERIFY2(warning.contains(QString::fromStdString(key)), key.c_str());
     QVERIFY2(warning.contains("its predictor has 91 classes and the model 4"), qPrintable(warning));
     QCOMPARE(report.file_classes, int64_t{91});
 
@@ -235,7 +247,9 @@ class TestWeightsStart : public QObject {
       QCOMPARE(QString::fromStdString(r.file_name), QString(names[i]));
     }
     const QString line = QString::fromStdString(report.summary("coco.pt"));
-    QVERIFY2(line.contains("rows from COCO's: 1 person <- 1 person; 2 car <- 3 car; 3 dog <- 18 dog"), qPrintable(line));
+    QVERIFY2(
+        line.contains("rows from COCO's: 1 person <- 1 person; 2 car <- 3 car; 3 dog <- 18 dog"),
+        qPrintable(line));
 
     // The rows equal COCO's; every other tensor equals the file's.
     const auto file_state = byName(model::readStateDict(file("coco_shaped.pt")));
@@ -248,7 +262,8 @@ class TestWeightsStart : public QObject {
       const at::Tensor mine = ours.at(key), theirs = file_state.at(key);
       QCOMPARE(mine.size(0), 4 * k);
       for (int64_t label = 0; label < 4; ++label) {
-        QVERIFY2(torch::equal(mine.narrow(0, label * k, k), theirs.narrow(0, rows[static_cast<size_t>(label)] * k, k)),
+        QVERIFY2(torch::equal(mine.narrow(0, label * k, k),
+                              theirs.narrow(0, rows[static_cast<size_t>(label)] * k, k)),
                  qPrintable(QString::fromStdString(key) + " label " + QString::number(label)));
       }
     }
@@ -262,7 +277,8 @@ class TestWeightsStart : public QObject {
 
   void classesWithoutCocoNamesKeepTheirInitialRows() {
     if (!oracleReady()) return;
-    const model::MaskRCNNOptions options = model::MaskRCNNOptions::torchvisionResNet50FPN(/*num_classes=*/4);
+    const model::MaskRCNNOptions options =
+        model::MaskRCNNOptions::torchvisionResNet50FPN(/*num_classes=*/4);
     engine::WeightsOptions weights;
     weights.class_names = {"background", "Person", "widget", "motorbike"};  // case and VOC's name
     engine::WeightsReport report;
@@ -272,8 +288,8 @@ class TestWeightsStart : public QObject {
     const auto initial = byName(freshModel(options)->torchvisionState());
     const auto ours = byName(net->torchvisionState());
     const std::string cls = "roi_heads.box_predictor.cls_score.weight";
-    QVERIFY(torch::equal(ours.at(cls)[2], initial.at(cls)[2]));    // widget: initial
-    QVERIFY(!torch::equal(ours.at(cls)[1], initial.at(cls)[1]));   // person: COCO's
+    QVERIFY(torch::equal(ours.at(cls)[2], initial.at(cls)[2]));   // widget: initial
+    QVERIFY(!torch::equal(ours.at(cls)[1], initial.at(cls)[1]));  // person: COCO's
 
     // No names at all: every class-dependent tensor keeps its initial values.
     engine::WeightsReport plain;
@@ -288,16 +304,29 @@ class TestWeightsStart : public QObject {
   void otherShapeMismatchesStayErrors() {
     if (!oracleReady()) return;
     // Another box head width as well as other classes: not a change of classes alone.
-    model::MaskRCNNOptions options = model::MaskRCNNOptions::torchvisionResNet50FPN(/*num_classes=*/4);
+    model::MaskRCNNOptions options =
+        model::MaskRCNNOptions::torchvisionResNet50FPN(/*num_classes=*/4);
     options.roi_heads.representation_size = 512;
     const QString error = errorOf([&] { loaded(options, "coco_shaped.pt", {}, nullptr); });
     QVERIFY2(error.contains("shape mismatch for roi_heads.box_head.fc6.weight"), qPrintable(error));
-    QVERIFY2(error.contains("shape mismatch for roi_heads.box_predictor.cls_score.weight"), qPrintable(error));
+    QVERIFY2(error.contains("shape mismatch for roi_heads.box_predictor.cls_score.weight"),
+             qPrintable(error));
     // The same classes and another width: the class tensors are not the reason.
     model::MaskRCNNOptions same_classes = model::MaskRCNNOptions::torchvisionResNet50FPN(91);
     same_classes.roi_heads.representation_size = 512;
     const QString error91 = errorOf([&] { loaded(same_classes, "coco_shaped.pt", {}, nullptr); });
-    QVERIFY2(error91.contains("shape mismatch for roi_heads.box_head.fc6.weight"), qPrintable(error91));
+    QVERIFY2(error91.contains("shape mismatch for roi_heads.box_head.fc6.weight"),
+             qPrintable(error91));
+    // Where untrained heads make no sense (evaluation, inference): other classes are an error.
+    engine::WeightsOptions strict;
+    strict.new_classes = false;
+    const QString strict_error = errorOf([&] {
+      loaded(model::MaskRCNNOptions::torchvisionResNet50FPN(4), "coco_shaped.pt", strict, nullptr);
+    });
+    QVERIFY2(strict_error.contains(
+                 "shape mismatch for roi_heads.box_predictor.cls_score.weight: the file "
+                 "has [91, 1024], the model expects [4, 1024]"),
+             qPrintable(strict_error));
   }
 
   void sameClassesLoadEverything() {

@@ -38,12 +38,14 @@ namespace {
 QByteArray randomBytes(int size, quint32 seed) {
   QRandomGenerator gen(seed);
   QByteArray bytes(size, Qt::Uninitialized);
-  for (char& c : bytes) c = static_cast<char>(gen.bounded(256));
+  for (char& c : bytes)
+    c = static_cast<char>(gen.bounded(256));
   return bytes;
 }
 
 QString sha256Prefix(const QByteArray& bytes) {
-  return QString::fromLatin1(QCryptographicHash::hash(bytes, QCryptographicHash::Sha256).toHex().left(8));
+  return QString::fromLatin1(
+      QCryptographicHash::hash(bytes, QCryptographicHash::Sha256).toHex().left(8));
 }
 
 // The error a call throws, as text (empty when it throws nothing), and its failure kind.
@@ -62,8 +64,9 @@ QString errorOf(F&& f, w::DownloadFailure* failure = nullptr) {
 
 // One entry of a test catalogue (moc cannot read raw string literals, hence no JSON literal).
 QString catalogueEntry(const QString& name, const QString& url, const QString& prefix) {
-  return QString("{\"name\": \"torchvision:%1\", \"url\": \"%2\", \"sha256_prefix\": \"%3\", "
-                 "\"kind\": \"imagenet_resnet\", \"depth\": 50}")
+  return QString(
+             "{\"name\": \"torchvision:%1\", \"url\": \"%2\", \"sha256_prefix\": \"%3\", "
+             "\"kind\": \"imagenet_resnet\", \"depth\": 50}")
       .arg(name, url, prefix);
 }
 
@@ -119,7 +122,8 @@ class TestWeightsDownload : public QObject {
   // Only the good file may ever be in the shared cache: no partial file, no file of a failed
   // download.
   void verifyCacheHoldsAtMostTheGoodFile() {
-    for (const QString& f : filesIn(cacheDir())) QCOMPARE(f, goodFile_);
+    for (const QString& f : filesIn(cacheDir()))
+      QCOMPARE(f, goodFile_);
   }
   // A failed resolve of `name`: its message names the URL (through the mirror), the cache
   // path to put the file at by hand and `reason`; its kind is `expected`; the cache keeps no
@@ -180,8 +184,9 @@ class TestWeightsDownload : public QObject {
       return;
     }
     server_.setProcessChannelMode(QProcess::ForwardedErrorChannel);
-    server_.start(python, {qEnvironmentVariable("MRCNN_SOURCE_DIR") + "/tests/weights/weights_server.py",
-                           dir_.filePath("served"), requestLog()});
+    server_.start(python,
+                  {qEnvironmentVariable("MRCNN_SOURCE_DIR") + "/tests/weights/weights_server.py",
+                   dir_.filePath("served"), requestLog()});
     if (!server_.waitForReadyRead(30000)) {
       serverError_ = "weights_server.py did not start: " + server_.errorString();
       return;
@@ -216,7 +221,8 @@ class TestWeightsDownload : public QObject {
 
     // Progress: bytes never go back, the last report is done with the whole size, a rate.
     QVERIFY(!reports.empty());
-    for (size_t i = 1; i < reports.size(); ++i) QVERIFY(reports[i].bytes >= reports[i - 1].bytes);
+    for (size_t i = 1; i < reports.size(); ++i)
+      QVERIFY(reports[i].bytes >= reports[i - 1].bytes);
     const w::DownloadProgress& last = reports.back();
     QVERIFY(last.done);
     QCOMPARE(last.bytes, static_cast<uint64_t>(good_.size()));
@@ -237,8 +243,10 @@ class TestWeightsDownload : public QObject {
 
   void wrongHashIsRefusedAndNotKept() {
     if (!serverReady()) return;
-    verifyFailure("torchvision:wrong_hash", "/models/wrong-", "the file's sha256 is " +
-                  QString::fromLatin1(QCryptographicHash::hash(other_, QCryptographicHash::Sha256).toHex()),
+    verifyFailure("torchvision:wrong_hash", "/models/wrong-",
+                  "the file's sha256 is " +
+                      QString::fromLatin1(
+                          QCryptographicHash::hash(other_, QCryptographicHash::Sha256).toHex()),
                   w::DownloadFailure::kHashMismatch);
   }
 
@@ -251,7 +259,9 @@ class TestWeightsDownload : public QObject {
   void truncatedTransferIsRefused() {
     if (!serverReady()) return;
     verifyFailure("torchvision:truncated", "/truncated/trunc-",
-                  QString("the connection ended after %1 of %2 bytes").arg(good_.size() / 2).arg(good_.size()),
+                  QString("the connection ended after %1 of %2 bytes")
+                      .arg(good_.size() / 2)
+                      .arg(good_.size()),
                   w::DownloadFailure::kTruncated);
   }
 
@@ -259,8 +269,8 @@ class TestWeightsDownload : public QObject {
     if (!serverReady()) return;
     QElapsedTimer timer;
     timer.start();
-    verifyFailure("torchvision:stalled", "/stall/trunc-", "the transfer stalled: under 1024 bytes/s for 2 s",
-                  w::DownloadFailure::kStalled);
+    verifyFailure("torchvision:stalled", "/stall/trunc-",
+                  "the transfer stalled: under 1024 bytes/s for 2 s", w::DownloadFailure::kStalled);
     QVERIFY2(timer.elapsed() < 20000, qPrintable(QString::number(timer.elapsed()) + " ms"));
   }
 
@@ -268,7 +278,8 @@ class TestWeightsDownload : public QObject {
     if (!serverReady()) return;
     QElapsedTimer timer;
     timer.start();
-    verifyFailure("torchvision:silent", "/silent/trunc-", "the transfer stalled", w::DownloadFailure::kStalled);
+    verifyFailure("torchvision:silent", "/silent/trunc-", "the transfer stalled",
+                  w::DownloadFailure::kStalled);
     QVERIFY2(timer.elapsed() < 20000, qPrintable(QString::number(timer.elapsed()) + " ms"));
   }
 
@@ -285,11 +296,13 @@ class TestWeightsDownload : public QObject {
       QVERIFY2(cached.isEmpty(), qPrintable(cached));
     }
     o.cache_dir = dir_.filePath("offline-cache").toStdString();
-    const QString offline = errorOf([&] { w::resolveWeights("torchvision:good", "/spec", o); }, &failure);
+    const QString offline =
+        errorOf([&] { w::resolveWeights("torchvision:good", "/spec", o); }, &failure);
     qInfo("%s", qPrintable(offline));
     QCOMPARE(static_cast<int>(failure), static_cast<int>(w::DownloadFailure::kConnection));
     QVERIFY2(offline.contains(closed + "/models/" + goodFile_), qPrintable(offline));
-    QVERIFY2(offline.contains("put it at " + dir_.filePath("offline-cache/" + goodFile_)), qPrintable(offline));
+    QVERIFY2(offline.contains("put it at " + dir_.filePath("offline-cache/" + goodFile_)),
+             qPrintable(offline));
     QVERIFY2(offline.contains("MRCNN_WEIGHTS_MIRROR"), qPrintable(offline));
     QCOMPARE(filesIn(dir_.filePath("offline-cache")), QStringList{});
   }
@@ -302,7 +315,8 @@ class TestWeightsDownload : public QObject {
     timer.start();
     o.download.cancelled = [&] { return timer.elapsed() > 500; };
     w::DownloadFailure failure{};
-    const QString error = errorOf([&] { w::resolveWeights("torchvision:stalled", "/spec", o); }, &failure);
+    const QString error =
+        errorOf([&] { w::resolveWeights("torchvision:stalled", "/spec", o); }, &failure);
     QCOMPARE(static_cast<int>(failure), static_cast<int>(w::DownloadFailure::kCancelled));
     QVERIFY2(error.contains("cancelled"), qPrintable(error));
     QVERIFY2(!error.contains("put it at"), qPrintable(error));
@@ -342,7 +356,8 @@ class TestWeightsDownload : public QObject {
     QVERIFY(f.open(QIODevice::WriteOnly));
     f.write(other_);
     f.close();
-    const QString error = errorOf([&] { w::resolveWeights("torchvision:good", "/spec", options(cache)); });
+    const QString error =
+        errorOf([&] { w::resolveWeights("torchvision:good", "/spec", options(cache)); });
     QVERIFY2(error.contains(cache + "/" + goodFile_ + " has sha256 "), qPrintable(error));
     QVERIFY2(error.contains("not one beginning " + sha256Prefix(good_)), qPrintable(error));
     QVERIFY2(error.contains("delete it to download it again"), qPrintable(error));
@@ -369,7 +384,8 @@ class TestWeightsDownload : public QObject {
 
   void pathsResolveAsBefore() {
     QCOMPARE(w::resolveWeights("", "/spec/dir", options()), fs::path());
-    QCOMPARE(w::resolveWeights("runs/a/model.pt", "/spec/dir", options()), fs::path("/spec/dir/runs/a/model.pt"));
+    QCOMPARE(w::resolveWeights("runs/a/model.pt", "/spec/dir", options()),
+             fs::path("/spec/dir/runs/a/model.pt"));
     QCOMPARE(w::resolveWeights("/abs/model.pt", "/spec/dir", options()), fs::path("/abs/model.pt"));
     // A colon alone does not make a name: only a catalogue namespace does.
     QCOMPARE(w::resolveWeights("a:b.pt", "/spec", options()), fs::path("/spec/a:b.pt"));
@@ -379,12 +395,16 @@ class TestWeightsDownload : public QObject {
 
   void unknownAndUnsupportedNamesSayWhy() {
     const QString unknown = errorOf([] { w::resolveWeights("torchvision:resnet51", "/spec"); });
-    QVERIFY2(unknown.startsWith("checkpoint \"torchvision:resnet51\": no such weights in the catalogue; known names: "),
-             qPrintable(unknown));
+    QVERIFY2(
+        unknown.startsWith(
+            "checkpoint \"torchvision:resnet51\": no such weights in the catalogue; known names: "),
+        qPrintable(unknown));
     QVERIFY2(unknown.contains("torchvision:resnet50, "), qPrintable(unknown));
     QVERIFY2(unknown.contains("torchvision:maskrcnn_resnet50_fpn"), qPrintable(unknown));
-    const QString v2 = errorOf([] { w::resolveWeights("torchvision:maskrcnn_resnet50_fpn_v2", "/spec"); });
-    QVERIFY2(v2.contains("cannot be used: torchvision's v2 Mask R-CNN puts batch norms in the FPN"), qPrintable(v2));
+    const QString v2 =
+        errorOf([] { w::resolveWeights("torchvision:maskrcnn_resnet50_fpn_v2", "/spec"); });
+    QVERIFY2(v2.contains("cannot be used: torchvision's v2 Mask R-CNN puts batch norms in the FPN"),
+             qPrintable(v2));
   }
 
   void cacheFolderFollowsXdg() {
@@ -406,11 +426,13 @@ class TestWeightsDownload : public QObject {
   void mirrorReplacesSchemeAndHost() {
     const std::string url = "https://download.pytorch.org/models/resnet50-0676ba61.pth";
     QCOMPARE(w::mirroredUrl(url, ""), url);
-    QCOMPARE(w::mirroredUrl(url, "http://10.0.0.5:8080"), std::string("http://10.0.0.5:8080/models/resnet50-0676ba61.pth"));
+    QCOMPARE(w::mirroredUrl(url, "http://10.0.0.5:8080"),
+             std::string("http://10.0.0.5:8080/models/resnet50-0676ba61.pth"));
     QCOMPARE(w::mirroredUrl(url, "https://mirror.example.org/pytorch/"),
              std::string("https://mirror.example.org/pytorch/models/resnet50-0676ba61.pth"));
     const QString error = errorOf([&] { w::mirroredUrl(url, "10.0.0.5:8080"); });
-    QVERIFY2(error.contains("MRCNN_WEIGHTS_MIRROR \"10.0.0.5:8080\" has no scheme"), qPrintable(error));
+    QVERIFY2(error.contains("MRCNN_WEIGHTS_MIRROR \"10.0.0.5:8080\" has no scheme"),
+             qPrintable(error));
     // The environment variable is what resolve uses when no mirror is given.
     qputenv("MRCNN_WEIGHTS_MIRROR", "http://127.0.0.1:9");
     QCOMPARE(w::mirrorFromEnvironment().value_or(""), std::string("http://127.0.0.1:9"));
@@ -423,7 +445,8 @@ class TestWeightsDownload : public QObject {
     QCOMPARE(w::DownloadOptions::fromEnvironment().stall_seconds, 7L);
     qputenv("MRCNN_WEIGHTS_STALL_SECONDS", "soon");
     const QString error = errorOf([] { w::DownloadOptions::fromEnvironment(); });
-    QVERIFY2(error.contains("MRCNN_WEIGHTS_STALL_SECONDS \"soon\" is not a positive number"), qPrintable(error));
+    QVERIFY2(error.contains("MRCNN_WEIGHTS_STALL_SECONDS \"soon\" is not a positive number"),
+             qPrintable(error));
     qunsetenv("MRCNN_WEIGHTS_STALL_SECONDS");
     QCOMPARE(w::DownloadOptions::fromEnvironment().stall_seconds, 60L);
   }
@@ -433,14 +456,20 @@ class TestWeightsDownload : public QObject {
       return errorOf([&] { w::parseCatalogue("{\"entries\": [" + entry + "]}", "c.json"); });
     };
     const std::string url = "\"url\": \"https://h/m/a-0123abcd.pth\", ";
-    const QString mistyped_hash = parse("{\"name\": \"torchvision:a\", " + url +
-                                        "\"sha256_prefix\": \"0123abce\", \"kind\": \"imagenet_resnet\", \"depth\": 50}");
-    QCOMPARE(mistyped_hash, QString("c.json: entry 0: sha256_prefix \"0123abce\" is not the one in the file name \"a-0123abcd.pth\""));
-    const QString unknown_kind = parse("{\"name\": \"torchvision:a\", " + url +
-                                       "\"sha256_prefix\": \"0123abcd\", \"kind\": \"detr\", \"depth\": 50}");
-    QCOMPARE(unknown_kind, QString("c.json: entry 0: kind \"detr\" is not imagenet_resnet or mask_rcnn"));
-    const QString no_namespace = parse("{\"name\": \"resnet50\", " + url + "\"sha256_prefix\": \"0123abcd\"}");
-    QCOMPARE(no_namespace, QString("c.json: entry 0: name \"resnet50\" has no namespace (\"torchvision:\")"));
+    const QString mistyped_hash =
+        parse("{\"name\": \"torchvision:a\", " + url +
+              "\"sha256_prefix\": \"0123abce\", \"kind\": \"imagenet_resnet\", \"depth\": 50}");
+    QCOMPARE(mistyped_hash, QString("c.json: entry 0: sha256_prefix \"0123abce\" is not the one in "
+                                    "the file name \"a-0123abcd.pth\""));
+    const QString unknown_kind =
+        parse("{\"name\": \"torchvision:a\", " + url +
+              "\"sha256_prefix\": \"0123abcd\", \"kind\": \"detr\", \"depth\": 50}");
+    QCOMPARE(unknown_kind,
+             QString("c.json: entry 0: kind \"detr\" is not imagenet_resnet or mask_rcnn"));
+    const QString no_namespace =
+        parse("{\"name\": \"resnet50\", " + url + "\"sha256_prefix\": \"0123abcd\"}");
+    QCOMPARE(no_namespace,
+             QString("c.json: entry 0: name \"resnet50\" has no namespace (\"torchvision:\")"));
     const QString malformed = errorOf([] { w::parseCatalogue("{", "c.json"); });
     QVERIFY2(malformed.startsWith("c.json: not valid JSON"), qPrintable(malformed));
   }
@@ -452,7 +481,8 @@ class TestWeightsDownload : public QObject {
     if (python.isEmpty()) QSKIP("MRCNN_PYTHON is not set: no torchvision to compare with");
     const QString out = dir_.filePath("oracle.json");
     QString log;
-    const QString error = mrcnn::testing::runReferenceScript("tests/weights/catalogue_oracle.py", {out}, &log);
+    const QString error =
+        mrcnn::testing::runReferenceScript("tests/weights/catalogue_oracle.py", {out}, &log);
     QVERIFY2(error.isEmpty(), qPrintable(error));
     QFile f(out);
     QVERIFY(f.open(QIODevice::ReadOnly));
@@ -464,12 +494,14 @@ class TestWeightsDownload : public QObject {
     for (const w::CatalogueEntry& e : catalogue) {
       names << QString::fromStdString(e.name);
       const QString enum_name = QString::fromStdString(e.torchvision_weights);
-      QVERIFY2(urls.contains(enum_name), qPrintable(enum_name + " is not a torchvision weights enum"));
+      QVERIFY2(urls.contains(enum_name),
+               qPrintable(enum_name + " is not a torchvision weights enum"));
       QCOMPARE(QString::fromStdString(e.url), urls[enum_name].toString());
       QVERIFY(QString::fromStdString(e.url).endsWith("/" + QString::fromStdString(e.file_name)));
     }
-    for (const char* required : {"torchvision:resnet18", "torchvision:resnet34", "torchvision:resnet50",
-                                 "torchvision:resnet101", "torchvision:maskrcnn_resnet50_fpn"}) {
+    for (const char* required :
+         {"torchvision:resnet18", "torchvision:resnet34", "torchvision:resnet50",
+          "torchvision:resnet101", "torchvision:maskrcnn_resnet50_fpn"}) {
       QVERIFY2(names.contains(required), required);
       QVERIFY(w::requireEntry(catalogue, required).supported);
     }
