@@ -20,6 +20,10 @@ struct DownloadProgress {
   double eta_seconds = -1;      // -1 when unknown (no total, no rate yet)
   bool done = false;            // the last report: the whole body arrived
 };
+// "12.3 MB of 97.8 MB, 5.1 MB/s, 17 s left" (what is known of it): one line for a terminal
+// bar or a status text.
+std::string progressText(const DownloadProgress& progress);
+
 // Called as the bytes arrive (at most every DownloadOptions::progress_interval_s) and once
 // with done when the body is complete, on the calling thread.
 using ProgressFn = std::function<void(const DownloadProgress&)>;

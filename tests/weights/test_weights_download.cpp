@@ -451,6 +451,22 @@ class TestWeightsDownload : public QObject {
     QCOMPARE(w::DownloadOptions::fromEnvironment().stall_seconds, 60L);
   }
 
+  void progressReadsAsOneLine() {
+    w::DownloadProgress p;
+    p.bytes = 12300000;
+    p.total = 97800000;
+    p.bytes_per_second = 5100000;
+    p.eta_seconds = 83;
+    QCOMPARE(w::progressText(p), std::string("12.3 MB of 97.8 MB, 5.1 MB/s, 1 min 23 s left"));
+    p.total = 0;
+    p.eta_seconds = -1;
+    QCOMPARE(w::progressText(p), std::string("12.3 MB, 5.1 MB/s"));
+    p.done = true;
+    p.total = p.bytes;
+    p.eta_seconds = 0;
+    QCOMPARE(w::progressText(p), std::string("12.3 MB, 5.1 MB/s, done"));
+  }
+
   void catalogueErrorsNameTheEntry() {
     const auto parse = [](const std::string& entry) {
       return errorOf([&] { w::parseCatalogue("{\"entries\": [" + entry + "]}", "c.json"); });
