@@ -5,13 +5,13 @@
 #include <google/protobuf/text_format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <fstream>
 #include <regex>
 #include <sstream>
 
 #include "specs/options.pb.h"
 #include "specs/spec_internal.h"
+#include "specs/spec_tokens.h"
 
 namespace mrcnn::spec {
 
@@ -68,60 +68,10 @@ std::vector<Diagnostic> LoadedSpec::warnings() const {
 namespace {
 
 // ---------------------------------------------------------------------------------------
-// A light tokenizer over protobuf text, enough to find the statement an error sits in,
-// the blocks around it, and where a value starts. Comments and strings are skipped whole.
-
-struct Token {
-  enum class Kind { Identifier, Number, String, Symbol };
-  Kind kind;
-  std::size_t begin;
-  std::size_t end;
-  std::string_view text;
-};
-
-std::vector<Token> tokenize(std::string_view text) {
-  std::vector<Token> tokens;
-  std::size_t i = 0;
-  const auto is_ident = [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-  };
-  while (i < text.size()) {
-    const char c = text[i];
-    if (std::isspace(static_cast<unsigned char>(c))) {
-      ++i;
-    } else if (c == '#') {
-      while (i < text.size() && text[i] != '\n')
-        ++i;
-    } else if (c == '"' || c == '\'') {
-      const std::size_t start = i++;
-      while (i < text.size() && text[i] != c && text[i] != '\n') {
-        i += text[i] == '\\' ? 2 : 1;
-      }
-      i = std::min(text.size(), i + 1);
-      tokens.push_back({Token::Kind::String, start, i, text.substr(start, i - start)});
-    } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
-      const std::size_t start = i;
-      while (i < text.size() && (is_ident(text[i]) || text[i] == '.'))
-        ++i;
-      tokens.push_back({Token::Kind::Identifier, start, i, text.substr(start, i - start)});
-    } else if (std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '+' || c == '.') {
-      const std::size_t start = i++;
-      while (i < text.size() &&
-             (is_ident(text[i]) || text[i] == '.' ||
-              ((text[i] == '-' || text[i] == '+') && (text[i - 1] == 'e' || text[i - 1] == 'E')))) {
-        ++i;
-      }
-      tokens.push_back({Token::Kind::Number, start, i, text.substr(start, i - start)});
-    } else {
-      tokens.push_back({Token::Kind::Symbol, i, i + 1, text.substr(i, 1)});
-      ++i;
-    }
-  }
-  return tokens;
-}
+// Over the tokens (spec_tokens.h): the statement an error sits in, the blocks around it.
 
 bool isSymbol(const std::vector<Token>& t, std::size_t i, char c) {
-  return i < t.size() && t[i].kind == Token::Kind::Symbol && t[i].text[0] == c;
+  return i < t.size() && t[i].isSymbol(c);
 }
 
 bool opensBlock(const std::vector<Token>& t, std::size_t i) {

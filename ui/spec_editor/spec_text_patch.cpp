@@ -1,60 +1,61 @@
 #include "ui/spec_editor/spec_text_patch.h"
 
 #include <algorithm>
+#include <string>
+#include <vector>
+
+#include "specs/spec_tokens.h"
 
 namespace mrcnn::ui::spectext {
 namespace {
 
+// A token of the spec tokenizer (specs/spec_tokens.h), which reads UTF-8 bytes, with its
+// bounds in the QString's UTF-16 units, where statements and edits are.
 struct Token {
-  enum class Kind { Identifier, Number, String, Symbol };
-  Kind kind;
+  spec::Token::Kind kind;
   qsizetype begin;
   qsizetype end;
 };
 
-bool isIdentifierStart(QChar c) {
-  return c.isLetter() || c == u'_';
-}
-bool isIdentifierChar(QChar c) {
-  return c.isLetterOrNumber() || c == u'_' || c == u'.';
-}
-
-// Comments are dropped; a string runs to its closing quote or the end of its line.
 QList<Token> tokenize(const QString& text) {
-  QList<Token> tokens;
-  const qsizetype n = text.size();
-  qsizetype i = 0;
-  while (i < n) {
-    const QChar c = text[i];
-    if (c.isSpace()) {
-      ++i;
-    } else if (c == u'#') {
-      while (i < n && text[i] != u'\n')
-        ++i;
-    } else if (c == u'"' || c == u'\'') {
-      const qsizetype start = i++;
-      while (i < n && text[i] != c && text[i] != u'\n')
-        i += text[i] == u'\\' ? 2 : 1;
-      i = std::min(n, i + 1);
-      tokens.push_back({Token::Kind::String, start, i});
-    } else if (isIdentifierStart(c)) {
-      const qsizetype start = i;
-      while (i < n && isIdentifierChar(text[i]))
-        ++i;
-      tokens.push_back({Token::Kind::Identifier, start, i});
-    } else if (c.isDigit() || c == u'-' || c == u'+' || c == u'.') {
-      const qsizetype start = i++;
-      while (i < n &&
-             (isIdentifierChar(text[i]) || ((text[i] == u'-' || text[i] == u'+') &&
-                                            (text[i - 1] == u'e' || text[i - 1] == u'E')))) {
-        ++i;
-      }
-      tokens.push_back({Token::Kind::Number, start, i});
-    } else {
-      tokens.push_back({Token::Kind::Symbol, i, i + 1});
+  // The text in UTF-8, encoded here rather than by toUtf8() so that every byte's unit is
+  // known: unit[b] is the index of the UTF-16 unit byte b comes from, unit[size] the end. A
+  // lone surrogate (half a character being typed) takes 3 bytes like any other.
+  std::string utf8;
+  std::vector<qsizetype> unit;
+  utf8.reserve(static_cast<std::size_t>(text.size()));
+  unit.reserve(static_cast<std::size_t>(text.size()) + 1);
+  for (qsizetype i = 0; i < text.size(); ++i) {
+    const qsizetype from = i;
+    char32_t c = text[i].unicode();
+    if (text[i].isHighSurrogate() && i + 1 < text.size() && text[i + 1].isLowSurrogate()) {
+      c = QChar::surrogateToUcs4(text[i], text[i + 1]);
       ++i;
     }
+    const auto put = [&](char32_t byte) {
+      utf8.push_back(static_cast<char>(byte));
+      unit.push_back(from);
+    };
+    if (c < 0x80) {
+      put(c);
+    } else if (c < 0x800) {
+      put(0xC0 | c >> 6);
+      put(0x80 | (c & 0x3F));
+    } else if (c < 0x10000) {
+      put(0xE0 | c >> 12);
+      put(0x80 | (c >> 6 & 0x3F));
+      put(0x80 | (c & 0x3F));
+    } else {
+      put(0xF0 | c >> 18);
+      put(0x80 | (c >> 12 & 0x3F));
+      put(0x80 | (c >> 6 & 0x3F));
+      put(0x80 | (c & 0x3F));
+    }
   }
+  unit.push_back(text.size());
+  QList<Token> tokens;
+  for (const spec::Token& t : spec::tokenize(utf8))
+    tokens.push_back({t.kind, unit[t.begin], unit[t.end]});
   return tokens;
 }
 
@@ -76,7 +77,7 @@ class Parser {
 
  private:
   bool isSymbol(qsizetype i, QChar c) const {
-    return i < tokens_.size() && tokens_[i].kind == Token::Kind::Symbol &&
+    return i < tokens_.size() && tokens_[i].kind == spec::Token::Kind::Symbol &&
            text_[tokens_[i].begin] == c;
   }
 
@@ -88,7 +89,7 @@ class Parser {
 
   void statement(QList<Statement>* out) {
     const Token& first = tokens_[at_];
-    if (first.kind != Token::Kind::Identifier) {
+    if (first.kind != spec::Token::Kind::Identifier) {
       ++at_;  // not a statement: skip the token
       return;
     }
@@ -124,12 +125,12 @@ class Parser {
       const bool closed = at_ < tokens_.size() && isSymbol(at_, u']');
       s.value_end = s.end = closed ? tokens_[at_++].end : tokens_[at_ - 1].end;
     } else if (at_ < tokens_.size() && !isSymbol(at_, u'}') && !isSymbol(at_, u'>') &&
-               !(tokens_[at_].kind == Token::Kind::Identifier && isSymbol(at_ + 1, u':'))) {
+               !(tokens_[at_].kind == spec::Token::Kind::Identifier && isSymbol(at_ + 1, u':'))) {
       s.value_begin = tokens_[at_].begin;
       s.value_end = s.end = tokens_[at_].end;
-      const bool string = tokens_[at_].kind == Token::Kind::String;
+      const bool string = tokens_[at_].kind == spec::Token::Kind::String;
       ++at_;
-      while (string && at_ < tokens_.size() && tokens_[at_].kind == Token::Kind::String) {
+      while (string && at_ < tokens_.size() && tokens_[at_].kind == spec::Token::Kind::String) {
         s.value_end = s.end = tokens_[at_].end;  // adjacent strings concatenate
         ++at_;
       }
