@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <mutex>
 
@@ -78,11 +79,29 @@ class Transfer {
   Transfer(const Transfer&) = delete;
   Transfer& operator=(const Transfer&) = delete;
 
+  // An exception must not cross libcurl's C frames: the callbacks keep it, end the transfer,
+  // and downloadFile throws it again (the progress callback may write events, and fail).
   static size_t write(char* data, size_t size, size_t count, void* self) {
-    return static_cast<Transfer*>(self)->append(data, size * count);
+    auto* t = static_cast<Transfer*>(self);
+    try {
+      return t->append(data, size * count);
+    } catch (...) {
+      t->error_ = std::current_exception();
+      return 0;
+    }
   }
   static int progress(void* self, curl_off_t total, curl_off_t, curl_off_t, curl_off_t) {
-    return static_cast<Transfer*>(self)->report(total) ? 0 : 1;
+    auto* t = static_cast<Transfer*>(self);
+    try {
+      return t->report(total) ? 0 : 1;
+    } catch (...) {
+      t->error_ = std::current_exception();
+      return 1;
+    }
+  }
+  // What a callback threw, if anything.
+  void rethrowCallbackError() const {
+    if (error_) std::rethrow_exception(error_);
   }
 
   int writeErrno() const { return write_errno_; }
@@ -166,6 +185,7 @@ class Transfer {
   Clock::time_point started_;
   Clock::time_point last_report_;
   bool reported_ = false;
+  std::exception_ptr error_;
 };
 
 struct CurlDeleter {
@@ -232,6 +252,7 @@ void downloadFile(const std::string& url, const fs::path& file, const std::strin
   curl_off_t expected = -1;
   curl_easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &expected);
 
+  transfer.rethrowCallbackError();
   if (code != CURLE_OK) {
     if (code == CURLE_WRITE_ERROR && transfer.writeErrno() != 0)
       io::throwWriteError(partial, "cannot write the download", transfer.writeErrno());

@@ -40,6 +40,9 @@ class CacheLock {
       throw WeightsError(dir.string() + ": cannot open the weights cache: " + std::strerror(errno));
     while (::flock(fd_, LOCK_EX) != 0) {
       if (errno == EINTR) continue;
+      // A file system without locks (some network mounts): go on unlocked, as one process
+      // alone would; the download is still atomic, only two at once may both download.
+      if (errno == ENOLCK || errno == EOPNOTSUPP) break;
       const int err = errno;
       ::close(fd_);
       throw WeightsError(dir.string() + ": cannot lock the weights cache: " + std::strerror(err));

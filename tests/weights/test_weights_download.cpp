@@ -324,6 +324,20 @@ class TestWeightsDownload : public QObject {
     verifyCacheHoldsAtMostTheGoodFile();
   }
 
+  void progressCallbackErrorEndsTheDownload() {
+    if (!serverReady()) return;
+    // The engine's callback writes events, which can fail (a full disk): its exception comes
+    // out of resolveWeights as it was, and the download leaves nothing.
+    const QString cache = dir_.filePath("callback-cache");
+    w::ResolveOptions o = options(cache);
+    o.download.progress = [](const w::DownloadProgress&) {
+      throw std::runtime_error("events: disk full");
+    };
+    QCOMPARE(errorOf([&] { w::resolveWeights("torchvision:good", "/spec", o); }),
+             QString("events: disk full"));
+    QCOMPARE(filesIn(cache), QStringList{});
+  }
+
   void concurrentResolvesDownloadOnce() {
     if (!serverReady()) return;
     // Two ranks of a data-parallel run resolving the same name at once: one download.
