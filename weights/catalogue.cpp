@@ -100,6 +100,7 @@ CatalogueEntry readEntry(dom::element element, const std::string& where) {
   if (e.kind == WeightsKind::kMaskRCNN && e.num_classes < 2)
     r.fail("a mask_rcnn entry needs num_classes (2 or more)");
   e.torchvision_weights = r.text("torchvision_weights", /*required=*/false);
+  e.spec_settings = r.text("spec_settings", /*required=*/false);
   e.supported = r.boolean("supported", true);
   e.reason = r.text("reason", /*required=*/false);
   if (!e.supported && e.reason.empty()) r.fail("an unsupported entry needs a \"reason\"");

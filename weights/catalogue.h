@@ -34,7 +34,8 @@ struct CatalogueEntry {
   int depth = 0;                    // the ResNet depth (maskrcnn_config.nlayers) it fits
   int num_classes = 0;              // kMaskRCNN: its predictor's classes (background included)
   std::string torchvision_weights;  // torchvision's enum, e.g. "ResNet50_Weights.IMAGENET1K_V1"
-  bool supported = true;            // false: listed so that asking for it says why not (`reason`)
+  std::string spec_settings;  // the spec settings it was trained with, as spec text; may be empty
+  bool supported = true;      // false: listed so that asking for it says why not (`reason`)
   std::string reason;
 };
 

@@ -24,6 +24,7 @@
 #include <QtTest>
 #include <thread>
 
+#include "specs/spec.h"
 #include "tests/common/reference_script.h"
 #include "weights/catalogue.h"
 #include "weights/coco_categories.h"
@@ -545,6 +546,23 @@ class TestWeightsDownload : public QObject {
     QCOMPARE(static_cast<qsizetype>(ours.size()), coco_names.size());
     for (qsizetype i = 0; i < coco_names.size(); ++i)
       QCOMPARE(QString::fromStdString(ours[static_cast<size_t>(i)]), coco_names[i].toString());
+  }
+
+  void specSettingsAreValidSpecText() {
+    // The wizard pastes them into a spec: they must parse and validate as one.
+    for (const w::CatalogueEntry& e : w::builtinCatalogue()) {
+      if (e.spec_settings.empty()) continue;
+      const std::string text =
+          "total_steps: 10\ncheckpoint: \"" + e.name + "\"\n" + e.spec_settings + "\n";
+      const mrcnn::spec::LoadedSpec loaded = mrcnn::spec::loadSpecText(text, "settings", "/specs");
+      QString errors;
+      for (const auto& d : loaded.errors())
+        errors += QString::fromStdString(d.format()) + "\n";
+      // Training data is not part of the settings: only its absence may be reported.
+      for (const auto& d : loaded.errors())
+        QVERIFY2(d.training_only, qPrintable(errors));
+      QCOMPARE(static_cast<int>(loaded.spec.maskrcnn_config().nlayers()), e.depth);
+    }
   }
 
   void cocoLabelsOfNames() {
