@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Times the dataset importer (dataset/import, through the bench_import driver) against
+datumaro on the same generated data set, and prints the table of docs/BENCHMARKS.md
+("Dataset import").
+
+The data: N images (default 10,000; small PNGs, one file each) with a few polygons each,
+written twice with the same annotations: as LabelMe JSON files (one a picture, the issue's
+case) and as one CVAT for images 1.1 XML. datumaro has no reader for LabelMe's JSON (its
+`label_me` format is MIT LabelMe's XML), so the peer row is datumaro reading the CVAT XML and
+exporting COCO; we time our importer on both inputs, so the ratio compares the same files.
+
+  scripts/bench_import.py [--images N] [--repeat R] [--threads T]
+
+Build the driver first: flock /tmp/mrcnn-build.lock scripts/build.sh bench_import
+datumaro runs from its venv ($MRCNN_VENV/datumaro, made by scripts/setup.sh).
+"""
+
+import argparse
+import json
+import math
+import os
+import random
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LABELS = ["car", "cat", "dog", "person", "tree"]
+WIDTH, HEIGHT = 320, 240
+
+
+def find_driver():
+    build = os.environ.get("MRCNN_BUILD_DIR", os.path.join(ROOT, "build"))
+    for dirpath, _, files in os.walk(build):
+        if "bench_import" in files:
+            return os.path.join(dirpath, "bench_import")
+    sys.exit("bench_import not built: flock /tmp/mrcnn-build.lock scripts/build.sh bench_import")
+
+
+def tiny_png(width, height):
+    def chunk(kind, data):
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body) & 0xFFFFFFFF)
+
+    rows = b"".join(b"\x00" + b"\x80" * width for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)  # 8-bit grayscale
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+
+
+def polygon(rng):
+    cx, cy = rng.uniform(40, WIDTH - 40), rng.uniform(40, HEIGHT - 40)
+    n = rng.randint(6, 14)
+    pts = []
+    for k in range(n):
+        # A star-shaped polygon around the centre: always simple, never self-crossing.
+        angle = 2 * 3.141592653589793 * k / n
+        r = rng.uniform(10, 35)
+        pts.append([round(cx + r * math.cos(angle), 2), round(cy + r * math.sin(angle), 2)])
+    return pts
+
+
+def generate(root, count, seed=0):
+    rng = random.Random(seed)
+    labelme = os.path.join(root, "labelme")
+    cvat_dir = os.path.join(root, "cvat")
+    os.makedirs(labelme)
+    os.makedirs(os.path.join(cvat_dir, "images"))
+    # One small grey PNG (made with zlib: no imaging library needed), linked under every name.
+    png = tiny_png(WIDTH, HEIGHT)
+    xml = [
+        '<?xml version="1.0" encoding="utf-8"?>\n<annotations>\n<version>1.1</version>\n<meta><task><labels>'
+        + "".join("<label><name>%s</name></label>" % l for l in LABELS)
+        + "</labels></task></meta>\n"
+    ]
+    for i in range(count):
+        name = "img%05d.png" % i
+        with open(os.path.join(labelme, name), "wb") as f:
+            f.write(png)
+        shapes = []
+        xml.append('<image id="%d" name="%s" width="%d" height="%d">\n' % (i, name, WIDTH, HEIGHT))
+        for _ in range(rng.randint(2, 4)):
+            label = rng.choice(LABELS)
+            pts = polygon(rng)
+            shapes.append({"label": label, "points": pts, "group_id": None, "shape_type": "polygon", "flags": {}})
+            xml.append(
+                '<polygon label="%s" occluded="0" points="%s" z_order="0"/>\n'
+                % (label, ";".join("%s,%s" % (x, y) for x, y in pts))
+            )
+        xml.append("</image>\n")
+        doc = {"version": "5.4.1", "flags": {}, "shapes": shapes, "imagePath": name, "imageData": None,
+               "imageHeight": HEIGHT, "imageWidth": WIDTH}
+        with open(os.path.join(labelme, "img%05d.json" % i), "w") as f:
+            json.dump(doc, f, indent=2)
+        os.link(os.path.join(labelme, name), os.path.join(cvat_dir, "images", name))
+    xml.append("</annotations>\n")
+    with open(os.path.join(cvat_dir, "annotations.xml"), "w") as f:
+        f.write("".join(xml))
+    return labelme, cvat_dir
+
+
+def time_ours(driver, fmt, src, out, threads):
+    shutil.rmtree(out, ignore_errors=True)
+    started = time.perf_counter()
+    result = subprocess.run([driver, fmt, src, out, str(threads)], capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    if result.returncode != 0:
+        sys.exit("bench_import failed: " + result.stderr)
+    counts = result.stdout.split()
+    return wall, int(counts[1]), int(counts[3])
+
+
+DATUMARO_RUN = """
+import sys, time
+t0 = time.perf_counter()
+import datumaro as dm
+t1 = time.perf_counter()
+ds = dm.Dataset.import_from(sys.argv[1], "cvat")
+ds.export(sys.argv[2], "coco_instances", save_media=False)
+t2 = time.perf_counter()
+print(t2 - t1, t1 - t0)
+"""
+
+
+def time_datumaro(src, out):
+    python = os.path.join(os.environ.get("MRCNN_VENV", os.path.join(ROOT, ".venv")), "datumaro", "bin", "python")
+    shutil.rmtree(out, ignore_errors=True)
+    started = time.perf_counter()
+    result = subprocess.run([python, "-c", DATUMARO_RUN, src, out], capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    if result.returncode != 0:
+        sys.exit("datumaro failed: " + result.stderr[-3000:])
+    work, load = (float(v) for v in result.stdout.split()[-2:])
+    return wall, work, load
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--images", type=int, default=10000)
+    parser.add_argument("--repeat", type=int, default=3, help="runs of ours; the best counts")
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    driver = find_driver()
+    with tempfile.TemporaryDirectory(prefix="bench_import_") as tmp:
+        labelme, cvat_dir = generate(tmp, args.images)
+        out = os.path.join(tmp, "out")
+        ours_labelme = min((time_ours(driver, "labelme", labelme, out, args.threads) for _ in range(args.repeat)),
+                           key=lambda r: r[0])
+        ours_cvat = min((time_ours(driver, "cvat", cvat_dir, out, args.threads) for _ in range(args.repeat)),
+                        key=lambda r: r[0])
+        dm_wall, dm_work, dm_load = time_datumaro(os.path.join(cvat_dir, "annotations.xml"), out)
+    print("Dataset import: %d images, %d instances, %d threads for ours" % (ours_labelme[1], ours_labelme[2], args.threads))
+    print("| what | input | wall s | vs datumaro |")
+    print("| --- | --- | ---: | ---: |")
+    print("| ours (bench_import) | LabelMe JSON, %d files | %.2f | %.1fx |" % (args.images, ours_labelme[0], dm_wall / ours_labelme[0]))
+    print("| ours (bench_import) | CVAT XML, 1 file | %.2f | %.1fx |" % (ours_cvat[0], dm_wall / ours_cvat[0]))
+    print("| datumaro 1.13.12 (CVAT -> COCO) | CVAT XML, 1 file | %.2f (%.2f import+export, %.2f `import datumaro`) | 1.0x |"
+          % (dm_wall, dm_work, dm_load))
+
+
+if __name__ == "__main__":
+    main()
