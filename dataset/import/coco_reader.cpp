@@ -3,6 +3,7 @@
 // (instances_val2017.json -> "val2017"). Images are looked for where COCO's layouts put them:
 // images/<split>/, <split>/, images/, beside the json.
 #include <algorithm>
+#include <cmath>
 
 #include "dataset/coco/coco.h"
 #include "dataset/import/file_util.h"
@@ -88,6 +89,8 @@ void readOne(const fs::path& json, const std::string& split, const ReadContext& 
     instance.image = first_image + a.image_index;
     instance.label = coco.categories()[a.label - 1].name;
     instance.iscrowd = a.iscrowd;
+    instance.given_bbox = a.bbox;
+    if (!std::isnan(a.area)) instance.given_area = a.area;
     instance.file = file;
     instance.place = "annotation id " + std::to_string(a.id);
     if (a.segmentation == SegmentationKind::kPolygons) {

@@ -8,7 +8,9 @@
 
 namespace mrcnn::dataset::import {
 
-CocoGeometry cocoGeometry(const ImportedInstance& instance, uint32_t width, uint32_t height) {
+namespace {
+
+CocoGeometry computed(const ImportedInstance& instance, uint32_t width, uint32_t height) {
   CocoGeometry g;
   if (instance.mask) {
     Rle rle = *instance.mask;
@@ -40,6 +42,16 @@ CocoGeometry cocoGeometry(const ImportedInstance& instance, uint32_t width, uint
     g.bbox = *instance.box;
     g.area = g.bbox[2] * g.bbox[3];
   }
+  return g;
+}
+
+}  // namespace
+
+CocoGeometry cocoGeometry(const ImportedInstance& instance, uint32_t width, uint32_t height) {
+  CocoGeometry g = computed(instance, width, height);
+  // A COCO file's own box and area stay (the mask still decides whether anything is left).
+  if (instance.given_bbox) g.bbox = *instance.given_bbox;
+  if (instance.given_area && g.area > 0) g.area = *instance.given_area;
   return g;
 }
 

@@ -58,7 +58,15 @@ std::optional<std::string> detectFormat(const fs::path& input) {
     if ((p.extension() == ".yaml" || p.extension() == ".yml")) found = "yolo";
     if (p.extension() == ".json" && !found) found = jsonKind(p);
   }
-  return found;
+  if (found) return found;
+  // LabelMe folders are often split into subfolders: the first .json a few levels down decides.
+  size_t looked = 0;
+  for (auto it = fs::recursive_directory_iterator(input, ec); it != fs::recursive_directory_iterator() && looked < 10000;
+       it.increment(ec), ++looked) {
+    if (ec) break;
+    if (it->path().extension() == ".json") return jsonKind(it->path());
+  }
+  return std::nullopt;
 }
 
 }  // namespace mrcnn::dataset::import

@@ -41,6 +41,10 @@ struct ImportedInstance {
   std::optional<Rle> mask;         // at the image's size; with polygons, the two are merged
   std::optional<Box> box;          // x y w h: the box of a box-only instance
   bool iscrowd = false;
+  // COCO input: the file's own bbox and area, kept as they are (COCO's crowd boxes are one
+  // pixel narrower than their masks' extent; a COCO-to-COCO import must not change them).
+  std::optional<Box> given_bbox;
+  std::optional<double> given_area;
   std::vector<Attribute> attributes;
   std::string file;   // annotation file and place, for messages
   std::string place;  // "shape 3", "line 7"...

@@ -66,12 +66,13 @@ def write_fixtures(tinycoco, out_dir):
             if ann["iscrowd"] or len(ann["segmentation"]) != 1:
                 continue
             im = next(i for i in coco["images"] if i["id"] == ann["image_id"])
-            poly = ann["segmentation"][0]
-            coords = " ".join(
-                "%.6f" % (v / (im["width"] if k % 2 == 0 else im["height"])) for k, v in enumerate(poly)
-            )
-            lines[im["id"]].append("%d %s" % (names[ann["category_id"]], coords))
-            expected["annotations"].append(dict(ann, image_id=im["file_name"]))
+            size = [im["width"], im["height"]]
+            normalised = ["%.6f" % (v / size[k % 2]) for k, v in enumerate(ann["segmentation"][0])]
+            lines[im["id"]].append("%d %s" % (names[ann["category_id"]], " ".join(normalised)))
+            # The expected polygon is what the line says, back in pixels: six decimals move a
+            # point by up to 3e-4 px, which flips a pixel of a 5-pixel object.
+            polygon = [float(t) * size[k % 2] for k, t in enumerate(normalised)]
+            expected["annotations"].append(dict(ann, image_id=im["file_name"], segmentation=[polygon]))
         for im in coco["images"]:
             stem = os.path.splitext(im["file_name"])[0]
             with open(os.path.join(seg, "labels", subset, stem + ".txt"), "w") as f:

@@ -25,6 +25,9 @@ struct CompareOptions {
   bool compare_masks = true;
   bool same_category_set = true;              // else only the classes of instances must agree
   std::set<std::string> ignored_categories;   // e.g. a reference's "background"
+  // datumaro keeps polygon points as float32: both sides' polygons are rounded so before
+  // rasterising, or a 5-pixel object differs by a pixel that is only the oracle's rounding.
+  bool float32_polygons = false;
 };
 
 struct Instance {
@@ -35,7 +38,8 @@ struct Instance {
 };
 
 inline std::map<std::string, std::vector<Instance>> instancesByImage(const dataset::CocoDataset& coco,
-                                                                     std::set<std::string>* names) {
+                                                                     std::set<std::string>* names,
+                                                                     bool float32_polygons) {
   std::map<std::string, std::vector<Instance>> out;
   for (const dataset::CocoImage& image : coco.images()) {
     out[std::filesystem::path(std::string(image.file_name)).filename().string()];
@@ -47,7 +51,16 @@ inline std::map<std::string, std::vector<Instance>> instancesByImage(const datas
     instance.label = coco.categories()[a.label - 1].name;
     instance.box = a.bbox;
     instance.has_mask = a.segmentation != dataset::SegmentationKind::kNone;
-    if (instance.has_mask) instance.rle = dataset::annotationRle(coco, a);
+    if (instance.has_mask && float32_polygons && a.segmentation == dataset::SegmentationKind::kPolygons) {
+      std::vector<dataset::Polygon> polygons;
+      for (std::span<const double> p : coco.polygons(a)) {
+        dataset::Polygon& q = polygons.emplace_back();
+        for (const double v : p) q.push_back(static_cast<float>(v));
+      }
+      instance.rle = dataset::rleFromPolygons(polygons, image.height, image.width);
+    } else if (instance.has_mask) {
+      instance.rle = dataset::annotationRle(coco, a);
+    }
     out[std::filesystem::path(std::string(image.file_name)).filename().string()].push_back(instance);
   }
   return out;
@@ -72,8 +85,8 @@ inline std::string compareCoco(const std::filesystem::path& ours_path, const std
   const dataset::CocoDataset ours_coco = dataset::loadCoco(ours_path);
   const dataset::CocoDataset theirs_coco = dataset::loadCoco(theirs_path);
   std::set<std::string> our_names, their_names;
-  auto ours = instancesByImage(ours_coco, &our_names);
-  auto theirs = instancesByImage(theirs_coco, &their_names);
+  auto ours = instancesByImage(ours_coco, &our_names, options.float32_polygons);
+  auto theirs = instancesByImage(theirs_coco, &their_names, options.float32_polygons);
   for (const std::string& n : options.ignored_categories) {
     our_names.erase(n);
     their_names.erase(n);
