@@ -1,3 +1,7 @@
+// The loader's ordered pipeline: worker threads claim stream indices and run each sample
+// through processSample (process_sample.h), within a window of the assembler; the assembler
+// takes the results back in stream order, fills batches, ends epochs and reports an epoch
+// with no batch; next() hands the batches out. With no workers the same steps run in next().
 #include "dataset/loader/loader.h"
 
 #include <algorithm>
@@ -269,8 +273,7 @@ class Loader::Pipeline {
     try {
       const auto [epoch, visit] = locate(k);
       const uint64_t position = plan_.position(visit);
-      return processSample(*source_, options_, resize_, epoch, position,
-                           sampleAt(epoch, position));
+      return processSample(*source_, options_, resize_, epoch, position, sampleAt(epoch, position));
     } catch (...) {
       SampleResult result;
       result.fatal = std::current_exception();
