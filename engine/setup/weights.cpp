@@ -62,11 +62,19 @@ WeightsReport loadImageNet(model::MaskRCNNImpl& net, const model::StateDict& sta
                            const std::string& source, const std::optional<std::regex>& pattern) {
   const int ours = net.options().backbone.resnet.depth;
   if (depth != ours) {
-    throw model::StateDictError(
-        source + ": an ImageNet ResNet-" + std::to_string(depth) +
-        " classifier, but the spec's model is a ResNet-" + std::to_string(ours) +
-        " (maskrcnn_config.nlayers): set nlayers: " + std::to_string(depth) +
-        ", or start from torchvision:resnet" + std::to_string(ours));
+    // What to do: the depth the file has where the model builds it, and the published
+    // classifier of the spec's depth where there is one.
+    const bool buildable = depth == 10 || depth == 18 || depth == 34 || depth == 50 || depth == 101;
+    const bool published = ours == 18 || ours == 34 || ours == 50 || ours == 101;
+    std::string advice = buildable ? "set nlayers: " + std::to_string(depth) : std::string();
+    if (published) {
+      advice += (advice.empty() ? "" : ", or ") + std::string("start from torchvision:resnet") +
+                std::to_string(ours);
+    }
+    throw model::StateDictError(source + ": an ImageNet ResNet-" + std::to_string(depth) +
+                                " classifier, but the spec's model is a ResNet-" +
+                                std::to_string(ours) + " (maskrcnn_config.nlayers)" +
+                                (advice.empty() ? std::string() : ": " + advice));
   }
   WeightsReport report;
   report.kind = "torchvision ImageNet ResNet-" + std::to_string(depth);
