@@ -14,14 +14,13 @@ Usage: .venv/bin/python scripts/bench_mask_api.py [--build-dir build | --exe PAT
 --scale multiplies the calls (100 and 500 by default; 10 gives the 1000 and 5000 below).
 Build the driver first (not built by default): scripts/build.sh bench_mask_api.
 
-Last result (2026-11-22), 2 cores of an AMD EPYC shared with other builds (load 3-4),
-pycocotools 2.0.11, best of 3 per side (then run inside test_dataset_mask_api with
-MRCNN_BENCH_IMAGES=1000, the same calls and timing as --scale 10):
-  1000 calls of 100 dt x 20 gt:  segm 0.918 s vs ours 0.581 s (x1.6; x1.1 with our string
-                                 decode), bbox 0.056 s vs 0.028 s (x2.0)
-  5000 calls of 15 dt x 7 gt:    segm 0.759 s vs ours 0.260 s (x2.9; x1.6 with decode),
-                                 bbox 0.115 s vs 0.0125 s (x9.2)
-The machine was noisy: repeated 300-call runs gave x2.4 to x3.1 for segm.
+Last result (2026-11-28, --scale 10), 2 cores of an AMD EPYC beside a full build (load 5.0),
+pycocotools 2.0.11, best of 3 per side, all matrices equal (docs/BENCHMARKS.md has the table
+and the first result, 2026-11-22, from when test_dataset_mask_api ran it):
+  1000 calls of 100 dt x 20 gt:  segm 1.079 s vs ours 0.476 s (x2.3; x1.5 with our string
+                                 decode), bbox 0.0718 s vs 0.0255 s (x2.8)
+  5000 calls of 15 dt x 7 gt:    segm 0.579 s vs ours 0.210 s (x2.8; x1.3 with decode),
+                                 bbox 0.0962 s vs 0.0097 s (x9.9)
 """
 import argparse
 import importlib.metadata
