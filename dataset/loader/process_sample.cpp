@@ -66,13 +66,13 @@ SampleResult processSample(const SampleSource& source, const LoaderOptions& opti
                              image.cols != static_cast<int>(sample.width))) {
     warn(LoaderWarningCode::kSizeMismatch,
          sample.origin + ": the image is " + std::to_string(image.cols) + "x" +
-             std::to_string(image.rows) + ", the annotations say " +
-             std::to_string(sample.width) + "x" + std::to_string(sample.height));
+             std::to_string(image.rows) + ", the annotations say " + std::to_string(sample.width) +
+             "x" + std::to_string(sample.height));
     return result;
   }
 
-  const bool flip = options.training && options.augment_input_data &&
-                    flipDecision(options.seed, epoch, index);
+  const bool flip =
+      options.training && options.augment_input_data && flipDecision(options.seed, epoch, index);
   const ResizedSize size = resizedSize(image.rows, image.cols, resize);
   const auto h = static_cast<size_t>(size.height);
   const auto w = static_cast<size_t>(size.width);
