@@ -57,7 +57,7 @@ def bench_executable(build_dir: Path) -> Path:
     if not library.exists():
         sys.exit(f"{library} is missing: build mrcnn_dataset first (ninja -C {build_dir} mrcnn_dataset)")
     out = build_dir / "bench_loader_standalone"
-    source = ROOT / "dataset" / "loader" / "bench_loader.cpp"
+    source = ROOT / "bench" / "bench_loader.cpp"
     if out.exists() and out.stat().st_mtime > max(source.stat().st_mtime, library.stat().st_mtime):
         return out
     command = ["c++", "-O2", "-std=c++20", f"-I{ROOT}", "-isystem", "/usr/include/opencv4", str(source),
