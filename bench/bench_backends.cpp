@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "dataset/image/decode_image.h"
-#include "dataset/json_writer.h"
+#include "io/json_writer.h"
 #include "engine/inference/libtorch_backend.h"
 #include "engine/inference/openvino_backend.h"
 #include "engine/setup/categories.h"
@@ -56,7 +56,7 @@ double seconds(F&& f) {
 void writeDetections(const fs::path& file, const engine::BackendRun& run,
                      const std::vector<int64_t>& category_ids) {
   std::ofstream out(file);
-  dataset::JsonWriter j(out);
+  io::JsonWriter j(out);
   j.beginObject();
   for (const engine::BackendImage& image : run.images) {
     const model::ImageDetections& d = image.detections;

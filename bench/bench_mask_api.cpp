@@ -24,10 +24,11 @@
 #include <utility>
 #include <vector>
 
-#include "dataset/json_writer.h"
-#include "dataset/rle.h"
+#include "io/json_writer.h"
+#include "dataset/mask/rle.h"
 
 using namespace mrcnn::dataset;
+using mrcnn::io::JsonWriter;
 namespace fs = std::filesystem;
 
 namespace {

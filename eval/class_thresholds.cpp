@@ -7,7 +7,7 @@
 #include <string_view>
 #include <system_error>
 
-#include "dataset/json_writer.h"
+#include "io/json_writer.h"
 
 namespace mrcnn::eval {
 namespace {
@@ -82,7 +82,7 @@ ClassThresholds loadClassThresholds(const std::filesystem::path& path) {
 
 std::string classThresholdsJson(const ClassThresholds& thresholds, double iou) {
   std::ostringstream out;
-  dataset::JsonWriter json(out);
+  io::JsonWriter json(out);
   json.beginObject().key("iou").value(iou).key("source").value(thresholds.source);
   json.key("categories").beginObject();
   for (const auto& [id, score] : thresholds.score)

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "dataset/rle.h"
+#include "dataset/mask/rle.h"
 
 namespace mrcnn::eval {
 

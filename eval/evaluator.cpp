@@ -4,7 +4,7 @@
 #include <set>
 #include <sstream>
 
-#include "dataset/json_writer.h"
+#include "io/json_writer.h"
 #include "eval/curves.h"
 #include "eval/results_json.h"
 
@@ -19,7 +19,7 @@ void restrict(EvalSet& set, const std::vector<int64_t>& images) {
   std::erase_if(set.ground_truths, [&](const GroundTruth& g) { return !keep.count(g.image_id); });
 }
 
-void writeConfusion(dataset::JsonWriter& json, const ConfusionMatrix& c) {
+void writeConfusion(io::JsonWriter& json, const ConfusionMatrix& c) {
   json.beginObject().key("categories").beginArray();
   for (int64_t id : c.category_ids)
     json.value(id);
@@ -45,8 +45,8 @@ void writeConfusion(dataset::JsonWriter& json, const ConfusionMatrix& c) {
   json.endArray().endObject();
 }
 
-void writeTide(dataset::JsonWriter& json, const TideResult& t) {
-  const auto byType = [](dataset::JsonWriter& w, const auto& values) {
+void writeTide(io::JsonWriter& json, const TideResult& t) {
+  const auto byType = [](io::JsonWriter& w, const auto& values) {
     w.beginObject();
     for (std::size_t i = 0; i < kTideErrorNames.size(); ++i)
       w.key(kTideErrorNames[i]).value(values[i]);
@@ -68,7 +68,7 @@ void writeTide(dataset::JsonWriter& json, const TideResult& t) {
   json.endArray().endObject();
 }
 
-void writeResult(dataset::JsonWriter& json, const EvalResult& r,
+void writeResult(io::JsonWriter& json, const EvalResult& r,
                  const std::optional<ConfusionMatrix>& confusion,
                  const std::optional<TideResult>& tide) {
   json.beginObject().key("stats").beginArray();
@@ -156,7 +156,7 @@ EvaluationReport CocoEvaluator::evaluate(std::vector<Detection> detections,
 
 std::string metricsJson(const EvaluationReport& report) {
   std::ostringstream out;
-  dataset::JsonWriter json(out);
+  io::JsonWriter json(out);
   json.beginObject();
   if (report.bbox)
     writeResult(json.key("bbox"), *report.bbox, report.bbox_confusion, report.bbox_tide);

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "dataset/rle.h"
+#include "dataset/mask/rle.h"
 #include "eval/coco_eval.h"
 
 namespace mrcnn::eval {

@@ -33,7 +33,7 @@
 #include <string_view>
 #include <vector>
 
-#include "dataset/rle.h"
+#include "dataset/mask/rle.h"
 
 namespace mrcnn::dataset {
 

@@ -22,7 +22,7 @@
 #include "dataset/convert/mask_extent.h"
 #include "dataset/convert/shard.h"
 #include "dataset/image/image_check.h"
-#include "dataset/json_writer.h"
+#include "io/json_writer.h"
 #include "io/atomic_file.h"
 
 namespace fs = std::filesystem;
@@ -469,12 +469,12 @@ std::string taoWarningsJson(const std::vector<std::pair<int64_t, TaoWarning>>& w
 
 std::string reportJson(const ConvertResult& result) {
   std::ostringstream text;
-  JsonWriter json(text);
+  io::JsonWriter json(text);
   json.beginObject().key("summary").beginObject();
   for (const auto& [kind, count] : result.problem_counts)
     json.key(kind).value(count);
   json.endObject().key("problems").beginArray();
-  const auto id = [&](const std::optional<int64_t>& v) -> JsonWriter& {
+  const auto id = [&](const std::optional<int64_t>& v) -> io::JsonWriter& {
     return v ? json.value(*v) : json.value(nullptr);
   };
   for (const ConvertProblem& p : result.problems) {

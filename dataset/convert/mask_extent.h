@@ -11,7 +11,7 @@
 #include <array>
 #include <optional>
 
-#include "dataset/rle.h"
+#include "dataset/mask/rle.h"
 
 namespace mrcnn::dataset {
 

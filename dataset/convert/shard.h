@@ -33,7 +33,7 @@
 //                NaN when it had none),
 //                and when the masks flag is set: varint run count R, R varint runs of the
 //                mask at width x height, column-major, starting with a run of zeros
-//                (dataset/rle.h); the runs add up to width * height
+//                (dataset/mask/rle.h); the runs add up to width * height
 //   Index, at the index offset: u64 offset of each record (its payload-size field), in order
 //   Trailer, the last 32 bytes of the file:
 //     u64      index offset, u64 record count N,
@@ -52,7 +52,7 @@
 #include <string>
 #include <vector>
 
-#include "dataset/rle.h"
+#include "dataset/mask/rle.h"
 
 namespace mrcnn::dataset {
 

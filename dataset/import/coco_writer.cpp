@@ -4,7 +4,7 @@
 #include <fstream>
 #include <limits>
 
-#include "dataset/json_writer.h"
+#include "io/json_writer.h"
 
 namespace mrcnn::dataset::import {
 
@@ -57,7 +57,7 @@ CocoGeometry cocoGeometry(const ImportedInstance& instance, uint32_t width, uint
 
 namespace {
 
-void writeAttributes(JsonWriter& w, const std::vector<Attribute>& attributes) {
+void writeAttributes(io::JsonWriter& w, const std::vector<Attribute>& attributes) {
   w.key("attributes").beginObject();
   for (const Attribute& a : attributes) {
     w.key(a.name);
@@ -86,7 +86,7 @@ void writeCocoSplit(const std::filesystem::path& path, const ImportedDataset& da
   if (!out) throw std::runtime_error(path.string() + ": cannot create the file");
   std::vector<char> buffer(1 << 20);
   out.rdbuf()->pubsetbuf(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-  JsonWriter w(out);
+  io::JsonWriter w(out);
   w.beginObject();
   w.key("info").beginObject().key("description").value("written by mrcnn-workbench dataset_import").endObject();
   w.key("licenses").beginArray().endArray();

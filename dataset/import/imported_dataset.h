@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "dataset/import/import.h"
-#include "dataset/rle.h"
+#include "dataset/mask/rle.h"
 
 namespace mrcnn::dataset::import {
 

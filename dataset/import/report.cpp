@@ -4,12 +4,12 @@
 #include <map>
 #include <sstream>
 
-#include "dataset/json_writer.h"
+#include "io/json_writer.h"
 
 namespace mrcnn::dataset::import {
 namespace {
 
-void writeProblems(JsonWriter& w, const std::vector<ImportProblem>& problems) {
+void writeProblems(io::JsonWriter& w, const std::vector<ImportProblem>& problems) {
   w.beginArray();
   for (const ImportProblem& p : problems) {
     w.beginObject()
@@ -44,7 +44,7 @@ void printProblems(std::ostringstream& out, const char* title, const std::vector
 
 void writeReportJson(const std::filesystem::path& path, const ImportSummary& summary) {
   std::ofstream out(path, std::ios::binary);
-  JsonWriter w(out);
+  io::JsonWriter w(out);
   w.beginObject();
   w.key("format").value(summary.format);
   w.key("format_guessed").value(summary.format_guessed);

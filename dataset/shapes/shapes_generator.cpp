@@ -14,8 +14,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "dataset/json_writer.h"
-#include "dataset/rle.h"
+#include "io/json_writer.h"
+#include "dataset/mask/rle.h"
 #include "dataset/shapes/shapes_internal.h"
 #include "io/atomic_file.h"
 
@@ -103,7 +103,7 @@ Annotation annotate(const ShapesInstance& instance, Rng& rng) {
   return a;
 }
 
-void writeSegmentation(JsonWriter& json, const Annotation& a) {
+void writeSegmentation(io::JsonWriter& json, const Annotation& a) {
   switch (a.encoding) {
     case Encoding::kPolygons:
       json.beginArray();
@@ -236,7 +236,7 @@ ShapesSplitSummary generateSplit(const ShapesOptions& options, std::string_view 
   makeDirectories(shapesAnnotationFile(options.root, split).parent_path());
 
   std::ostringstream text;
-  JsonWriter json(text);
+  io::JsonWriter json(text);
   json.beginObject();
   json.key("info").beginObject();
   json.key("description").value("mrcnn-workbench synthetic shapes");

@@ -7,7 +7,7 @@
 #include <set>
 #include <sstream>
 
-#include "dataset/json_writer.h"
+#include "io/json_writer.h"
 
 namespace mrcnn::dataset {
 namespace {
@@ -276,7 +276,7 @@ std::string percent(double share) {
   return b;
 }
 
-void writeHistogram(JsonWriter& json, const Histogram& h) {
+void writeHistogram(io::JsonWriter& json, const Histogram& h) {
   json.beginObject().key("edges").beginArray();
   for (double e : h.edges) {
     if (std::isinf(e))
@@ -374,7 +374,7 @@ std::string datasetStatsText(const DatasetStats& stats) {
 
 std::string datasetStatsJson(const DatasetStats& stats) {
   std::ostringstream out;
-  JsonWriter json(out);
+  io::JsonWriter json(out);
   json.beginObject().key("sets").beginArray();
   for (const SetStats& s : stats.sets) {
     json.beginObject().key("name").value(s.name).key("file").value(s.file);

@@ -12,7 +12,7 @@
 #include <ostream>
 #include <sstream>
 
-#include "dataset/json_writer.h"
+#include "io/json_writer.h"
 #include "engine/exit_codes.h"
 #include "engine/export/deepstream_config.h"
 #include "engine/export/onnx_export.h"
@@ -59,7 +59,7 @@ std::string reportJson(const exporter::OnnxModel& onnx, const exporter::Torchvis
                        const fs::path& weights, const ExportOptions& options, bool ds_config,
                        const ExportParity& parity, const exporter::ParityTolerance& tolerance) {
   std::ostringstream s;
-  dataset::JsonWriter j(s);
+  io::JsonWriter j(s);
   j.beginObject();
   j.key("weights").value(weights.string());
   j.key("onnx").beginObject();
@@ -263,7 +263,7 @@ int exportModel(const TaskOptions& options, const ExportOptions& ex, const spec:
 
 int runExport(const TaskOptions& options, const ExportOptions& ex, std::ostream& out,
               std::ostream& err) {
-  const TaskEntry entry{.name = "export", .run_dir_events = RunDirEvents::IfExists};
+  const auto entry = TaskEntry("export").runDirEvents(RunDirEvents::IfExists);
   return runTask(entry, options, out, err, [&](TaskContext& c) {
     return exportModel(options, ex, c.spec(), c.run_dir, c.has_run_dir, c.report);
   });

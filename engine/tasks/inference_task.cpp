@@ -21,8 +21,8 @@
 #include <sstream>
 
 #include "dataset/coco/coco.h"
-#include "dataset/json_writer.h"
-#include "dataset/rle.h"
+#include "io/json_writer.h"
+#include "dataset/mask/rle.h"
 #include "eval/class_thresholds.h"
 #include "engine/exit_codes.h"
 #include "engine/export/onnx_export.h"
@@ -55,7 +55,7 @@ namespace fs = std::filesystem;
 // Writes each image's detections into results.json and its overlay image.
 class ResultWriter {
  public:
-  ResultWriter(dataset::JsonWriter& json, const std::vector<Category>& categories,
+  ResultWriter(io::JsonWriter& json, const std::vector<Category>& categories,
                const std::map<std::string, int64_t>& image_ids, fs::path out_dir,
                double overlay_threshold, const eval::ClassThresholds& thresholds)
       : json_(json),
@@ -132,7 +132,7 @@ class ResultWriter {
   int64_t dropped() const { return dropped_; }  // below their class's threshold
 
  private:
-  dataset::JsonWriter& json_;
+  io::JsonWriter& json_;
   const std::vector<Category>& categories_;
   const std::map<std::string, int64_t>& image_ids_;
   fs::path out_dir_;
@@ -269,7 +269,7 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
   }
 
   std::ostringstream results;
-  dataset::JsonWriter json(results);
+  io::JsonWriter json(results);
   json.beginArray();
   ResultWriter writer{json,      categories, image_ids, out_dir, inference.overlay_threshold,
                       thresholds};
@@ -327,7 +327,7 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
   json.endArray();
 
   std::ostringstream cats;
-  dataset::JsonWriter cj(cats);
+  io::JsonWriter cj(cats);
   cj.beginArray();
   for (size_t l = 1; l < categories.size(); ++l) {
     cj.beginObject().key("id").value(categories[l].id).key("name").value(categories[l].name);
@@ -373,14 +373,17 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
 
 int runInference(const TaskOptions& options, const InferenceOptions& inference, std::ostream& out,
                  std::ostream& err) {
-  TaskEntry entry{.name = "inference", .events = inference.events, .graceful_stop = inference.events};
   // The run directory gets this inference's events when the inference is the run's: --run-dir
   // names it, or the outputs go into it (no --out). With --out elsewhere a trained run is only
   // read (its checkpoint), never written: the GUI's predictions, a spec's run looked at from
   // outside.
-  entry.owns_run_dir = [&](const fs::path&) {
-    return !options.run_dir.empty() || inference.out.empty();
-  };
+  const auto entry =
+      TaskEntry("inference")
+          .textReport(!inference.events)
+          .gracefulStop(inference.events)
+          .ownsRunDir([&](const fs::path&) {
+            return !options.run_dir.empty() || inference.out.empty();
+          });
   return runTask(entry, options, out, err, [&](TaskContext& task) {
     const fs::path out_dir = inference.out.empty() ? task.run_dir / "inference" : inference.out;
     return infer(options, inference, task.spec(), task.run_dir, task.has_run_dir, out_dir,

@@ -13,7 +13,7 @@
 #include <ostream>
 #include <sstream>
 
-#include "dataset/json_writer.h"
+#include "io/json_writer.h"
 #include "engine/exit_codes.h"
 #include "engine/prune/flop_count.h"
 #include "engine/prune/prune_plan.h"
@@ -84,7 +84,7 @@ std::string layerTable(const prune::PrunePlan& plan) {
   return os.str();
 }
 
-void writeOptions(dataset::JsonWriter& j, const prune::PruneOptions& o) {
+void writeOptions(io::JsonWriter& j, const prune::PruneOptions& o) {
   j.key("options").beginObject();
   j.key("pruning_threshold").value(o.threshold);
   j.key("normalizer").value(prune::normalizerName(o.normalizer));
@@ -98,7 +98,7 @@ void writeOptions(dataset::JsonWriter& j, const prune::PruneOptions& o) {
   j.endObject();
 }
 
-void writeCost(dataset::JsonWriter& j, const ModelCost& c, int64_t file_bytes) {
+void writeCost(io::JsonWriter& j, const ModelCost& c, int64_t file_bytes) {
   j.key("param_count").value(c.parameters);
   j.key("size").value(file_bytes);
   j.key("gflops").value(c.gflops);
@@ -109,7 +109,7 @@ std::string statusJson(const fs::path& weights, const PruneTaskOptions& options,
                        const ModelCost& after, int64_t model_bytes,
                        std::pair<int64_t, int64_t> image, const spec::Experiment& s) {
   std::ostringstream os;
-  dataset::JsonWriter j(os);
+  io::JsonWriter j(os);
   j.beginObject();
   j.key("weights").value(weights.string());
   j.key("model").value("model.pt");
@@ -149,7 +149,7 @@ std::string statusJson(const fs::path& weights, const PruneTaskOptions& options,
 // the tensors' shapes).
 at::Tensor metaTensor(const fs::path& weights, const model::MaskRCNNOptions& pruned, double ratio) {
   std::ostringstream os;
-  dataset::JsonWriter j(os);
+  io::JsonWriter j(os);
   j.beginObject();
   j.key("format").value("mrcnn-workbench pruned model");
   j.key("version").value(int64_t{1});
@@ -269,7 +269,7 @@ int pruneModel(const TaskOptions& options, const PruneTaskOptions& prune_options
 
 int runPrune(const TaskOptions& options, const PruneTaskOptions& prune_options, std::ostream& out,
              std::ostream& err) {
-  const TaskEntry entry{.name = "prune", .run_dir_events = RunDirEvents::IfExists};
+  const auto entry = TaskEntry("prune").runDirEvents(RunDirEvents::IfExists);
   return runTask(entry, options, out, err, [&](TaskContext& c) {
     return pruneModel(options, prune_options, c.spec(), c.run_dir, c.has_run_dir, c.report);
   });

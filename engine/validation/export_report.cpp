@@ -42,7 +42,7 @@ std::string apText(const BackendMeasure& m) {
   return s.str();
 }
 
-void writeStats(dataset::JsonWriter& j, const char* key, const std::optional<eval::EvalResult>& r) {
+void writeStats(io::JsonWriter& j, const char* key, const std::optional<eval::EvalResult>& r) {
   if (!r) return;
   j.key(key).beginObject();
   j.key("AP").value(r->stats[0]);
@@ -114,7 +114,7 @@ ExportParity measureExportParity(const ParityInputs& inputs,
   return out;
 }
 
-void writeParityJson(dataset::JsonWriter& j, const ExportParity& parity,
+void writeParityJson(io::JsonWriter& j, const ExportParity& parity,
                      const exporter::ParityTolerance& tolerance) {
   j.key("parity").beginObject();
   if (!parity.skipped.empty()) {

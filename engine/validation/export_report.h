@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "dataset/coco/coco.h"
-#include "dataset/json_writer.h"
+#include "io/json_writer.h"
 #include "eval/evaluator.h"
 #include "engine/export/detection_parity.h"
 #include "engine/inference/image_input.h"
@@ -57,7 +57,7 @@ ExportParity measureExportParity(const ParityInputs& inputs,
                                  TaskReport& report);
 
 // The "parity" object of export_report.json.
-void writeParityJson(dataset::JsonWriter& json, const ExportParity& parity,
+void writeParityJson(io::JsonWriter& json, const ExportParity& parity,
                      const exporter::ParityTolerance& tolerance);
 
 }  // namespace mrcnn::engine

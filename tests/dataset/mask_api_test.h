@@ -12,10 +12,11 @@
 #include <random>
 #include <vector>
 
-#include "dataset/json_writer.h"
-#include "dataset/rle.h"
+#include "io/json_writer.h"
+#include "dataset/mask/rle.h"
 
 using namespace mrcnn::dataset;
+using mrcnn::io::JsonWriter;
 
 namespace mask_api_test {
 

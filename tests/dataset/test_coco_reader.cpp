@@ -15,12 +15,13 @@
 #include <sstream>
 
 #include "dataset/coco/coco.h"
-#include "dataset/json_writer.h"
-#include "dataset/rle.h"
+#include "io/json_writer.h"
+#include "dataset/mask/rle.h"
 #include "tests/common/files.h"
 
 namespace fs = std::filesystem;
 using namespace mrcnn::dataset;
+using mrcnn::io::JsonWriter;
 
 namespace {
 

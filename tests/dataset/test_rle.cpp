@@ -1,4 +1,4 @@
-// The mask API (dataset/rle.h) and the JSON writer on small cases with known answers.
+// The mask API (dataset/mask/rle.h) and the JSON writer on small cases with known answers.
 // Expected strings and boxes were computed with pycocotools 2.0.11; the bulk parity check
 // against pycocotools lives in test_shapes.cpp.
 #include <QTest>
@@ -8,10 +8,11 @@
 #include <random>
 #include <sstream>
 
-#include "dataset/json_writer.h"
-#include "dataset/rle.h"
+#include "io/json_writer.h"
+#include "dataset/mask/rle.h"
 
 using namespace mrcnn::dataset;
+using mrcnn::io::JsonWriter;
 
 namespace {
 

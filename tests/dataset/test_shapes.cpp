@@ -16,13 +16,14 @@
 #include <set>
 #include <sstream>
 
-#include "dataset/json_writer.h"
-#include "dataset/rle.h"
+#include "io/json_writer.h"
+#include "dataset/mask/rle.h"
 #include "dataset/shapes/shapes_generator.h"
 #include "tests/common/files.h"
 
 namespace fs = std::filesystem;
 using namespace mrcnn::dataset;
+using mrcnn::io::JsonWriter;
 
 namespace {
 

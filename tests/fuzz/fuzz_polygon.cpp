@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "dataset/rle.h"
+#include "dataset/mask/rle.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 3) return 0;

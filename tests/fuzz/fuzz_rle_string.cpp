@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "dataset/rle.h"
+#include "dataset/mask/rle.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 4) return 0;

@@ -1,11 +1,11 @@
-#include "dataset/json_writer.h"
+#include "io/json_writer.h"
 
 #include <charconv>
 #include <cmath>
 #include <stdexcept>
 #include <string>
 
-namespace mrcnn::dataset {
+namespace mrcnn::io {
 
 void JsonWriter::beforeValue() {
   if (stack_.empty()) {
@@ -154,4 +154,4 @@ void JsonWriter::writeString(std::string_view s) {
   out_.put('"');
 }
 
-}  // namespace mrcnn::dataset
+}  // namespace mrcnn::io

@@ -1,4 +1,4 @@
-#include "dataset/rle.h"
+#include "dataset/mask/rle.h"
 
 #include <algorithm>
 #include <cmath>

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-namespace mrcnn::dataset {
+namespace mrcnn::io {
 
 class JsonWriter {
  public:
@@ -57,4 +57,4 @@ class JsonWriter {
   bool wroteTopLevel_ = false;
 };
 
-}  // namespace mrcnn::dataset
+}  // namespace mrcnn::io
