@@ -120,4 +120,11 @@ int runTask(const TaskEntry& entry, const TaskOptions& options, std::ostream& ou
   }
 }
 
+int runTask(const TaskEntry& entry, std::ostream& out, std::ostream& err,
+            const std::function<int(TaskContext&)>& body) {
+  TaskOptions options;
+  options.task = entry.name;
+  return runTask(entry, options, out, err, body);
+}
+
 }  // namespace mrcnn::engine

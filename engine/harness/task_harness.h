@@ -45,19 +45,59 @@ enum class RunDirEvents {
   Never,     // stdout only (a task with no run directory: benchmark, tasks on files)
 };
 
-// How one task enters: declared beside its body in its own file.
+// How one task enters: declared beside its body in its own file, e.g.
+//   const auto entry = TaskEntry("export").runDirEvents(RunDirEvents::IfExists);
 struct TaskEntry {
-  std::string name;          // the --task name
-  bool from_spec = true;     // false: a task on files alone (no spec, no run directory)
+  explicit TaskEntry(std::string task_name) : name(std::move(task_name)) {}
+
+  // A task on files alone: no spec, no run directory, stdout only.
+  TaskEntry& onFiles() {
+    from_spec = false;
+    run_dir_events = RunDirEvents::Never;
+    return *this;
+  }
+  TaskEntry& runDirEvents(RunDirEvents where) {
+    run_dir_events = where;
+    return *this;
+  }
+  // Whether the run directory gets the events when that depends on the task's own options
+  // (inference: only when it writes into the run); overrides runDirEvents.
+  TaskEntry& ownsRunDir(std::function<bool(const std::filesystem::path& run_dir)> owns) {
+    owns_run_dir = std::move(owns);
+    return *this;
+  }
+  // Lines of text to out and err instead of events (a task run by another, a task on files
+  // that prints its own report).
+  TaskEntry& textReport(bool text = true) {
+    events = !text;
+    return *this;
+  }
+  // SIGINT/SIGTERM finish the current step or image and end the task with status "stopped".
+  TaskEntry& gracefulStop(bool on = true) {
+    graceful_stop = on;
+    return *this;
+  }
+  // The writer's options beyond the events file (a data-parallel rank: stdout off, its rank;
+  // it may also say that this process does not write the run directory).
+  TaskEntry& configureEvents(
+      std::function<void(train::EventWriterOptions&, bool& owns_run_dir)> configure) {
+    configure_events = std::move(configure);
+    return *this;
+  }
+  // The error event's code of an unexpected failure (default "<task>_failed").
+  TaskEntry& failureCode(std::string code) {
+    failure_code = std::move(code);
+    return *this;
+  }
+
+  std::string name;  // the --task name
+  bool from_spec = true;
   RunDirEvents run_dir_events = RunDirEvents::Always;
-  // Whether the run directory gets the events, when that depends on the task's own options
-  // (inference: only when it writes into the run); overrides run_dir_events when set.
   std::function<bool(const std::filesystem::path& run_dir)> owns_run_dir;
-  bool events = true;        // false: the task reports as lines of text to out and err
-  bool graceful_stop = false;  // SIGINT/SIGTERM finish the current step (train, inference)
-  // The writer's options beyond the events file (a data-parallel rank: stdout off, its rank).
+  bool events = true;
+  bool graceful_stop = false;
   std::function<void(train::EventWriterOptions&, bool& owns_run_dir)> configure_events;
-  std::string failure_code;  // the error event's code of an unexpected failure
+  std::string failure_code;
 };
 
 // What a task's body works with.
@@ -74,6 +114,9 @@ struct TaskContext {
 // Runs `body` as `entry` says; returns the exit code.
 int runTask(const TaskEntry& entry, const TaskOptions& options, std::ostream& out,
             std::ostream& err, const std::function<int(TaskContext&)>& body);
+// The same for a task on files (entry.onFiles()): no spec options.
+int runTask(const TaskEntry& entry, std::ostream& out, std::ostream& err,
+            const std::function<int(TaskContext&)>& body);
 
 // --run-dir, or <output_dir>/<run name> from the spec.
 std::filesystem::path runDirectory(const TaskOptions& options, const spec::LoadedSpec& loaded);

@@ -1,5 +1,5 @@
 // Detections of one image in COCO's terms: category ids instead of contiguous labels, boxes
-// as [x, y, w, h], masks as RLE (the mask API of dataset/rle.h), ready for the results json
+// as [x, y, w, h], masks as RLE (the mask API of dataset/mask/rle.h), ready for the results json
 // and for the in-memory COCO evaluation.
 #pragma once
 
@@ -8,7 +8,7 @@
 #include <optional>
 #include <vector>
 
-#include "dataset/rle.h"
+#include "dataset/mask/rle.h"
 #include "engine/model/postprocess.h"
 
 namespace mrcnn::engine {

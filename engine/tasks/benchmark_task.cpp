@@ -247,16 +247,15 @@ int benchmark(const TaskOptions& options, const BenchmarkOptions& bench,
     }
     events.write(train::logEvent(line));
     if (rank_times) {
-      const std::string report = rank_times->gatherReport();  // every rank takes part
-      if (!report.empty())
+      const std::string per_rank = rank_times->gatherReport();  // every rank takes part
+      if (!per_rank.empty())
         events.write(train::logEvent(
             "per step, ms (compute + data + collectives, the last with the wait for slower "
             "ranks): " +
-            report));
+            per_rank));
     }
     if (!profile.empty()) events.write(train::logEvent(profile));
-    events.write(train::doneEvent("ok", line,
-                                  report.elapsed()));
+    events.write(train::doneEvent("ok", line, report.elapsed()));
   } catch (const dist::CollectiveError& e) {
     return fail("collective_failed", e.what(), kExitFailed);
   } catch (const std::exception& e) {
@@ -276,12 +275,13 @@ int runBenchmark(const TaskOptions& options, const BenchmarkOptions& bench, std:
   }
   const dist::LaunchEnv& env = *launch.env;
   // Events on stdout only (no run directory), rank 0's alone.
-  TaskEntry entry{.name = "benchmark", .run_dir_events = RunDirEvents::Never};
-  entry.configure_events = [&](train::EventWriterOptions& o, bool&) {
-    o.rank = env.rank;
-    if (env.rank != 0) o.stdout_fd = -1;
-    o.text_log = false;
-  };
+  const auto entry = TaskEntry("benchmark")
+                         .runDirEvents(RunDirEvents::Never)
+                         .configureEvents([&](train::EventWriterOptions& o, bool&) {
+                           o.rank = env.rank;
+                           if (env.rank != 0) o.stdout_fd = -1;
+                           o.text_log = false;
+                         });
   return runTask(entry, options, out, err, [&](TaskContext& task) {
     return benchmark(options, bench, task.spec(), env, task.report);
   });

@@ -16,6 +16,8 @@
 #include "dataset/convert/dataset_convert.h"
 #include "dataset/convert/shard.h"
 #include "engine/exit_codes.h"
+#include "engine/events/task_report.h"
+#include "engine/setup/data_files.h"
 #include "engine/tasks/tasks.h"
 #include "engine/events/event_writer.h"
 
@@ -203,7 +205,7 @@ int convertFromSpec(const TaskOptions& options, const spec::LoadedSpec& loaded,
 }  // namespace
 
 int runDatasetConvertFromSpec(const TaskOptions& options, std::ostream& out, std::ostream& err) {
-  const TaskEntry entry{.name = "dataset_convert"};
+  const TaskEntry entry("dataset_convert");
   return runTask(entry, options, out, err, [&](TaskContext& task) {
     return convertFromSpec(options, task.spec(), task.run_dir, task.report);
   });
@@ -256,8 +258,8 @@ int runDatasetConvert(const DatasetConvertOptions& options, std::ostream& out, s
     return kExitUsage;
   }
 
-  const TaskEntry entry{.name = "dataset_convert", .from_spec = false, .events = false};
-  return runTask(entry, {.task = entry.name}, out, err, [&](TaskContext&) {
+  const auto entry = TaskEntry("dataset_convert").onFiles().textReport();
+  return runTask(entry, out, err, [&](TaskContext&) {
     // Progress for long conversions: a line every 10 seconds, nothing for short ones.
     auto last = std::chrono::steady_clock::now();
     const auto progress = [&](uint64_t done, uint64_t total) {

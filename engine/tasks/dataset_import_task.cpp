@@ -74,11 +74,8 @@ int runDatasetImport(const DatasetImportOptions& options, std::ostream& out, std
     }
   }
 
-  const TaskEntry entry{.name = "dataset_import",
-                        .from_spec = false,
-                        .run_dir_events = RunDirEvents::Never,
-                        .failure_code = "import_failed"};
-  return runTask(entry, {.task = entry.name}, out, err, [&](TaskContext& task) {
+  const auto entry = TaskEntry("dataset_import").onFiles().failureCode("import_failed");
+  return runTask(entry, out, err, [&](TaskContext& task) {
     TaskReport& report = task.report;
     report.write(train::startEvent("dataset_import", "", "", "cpu", 1, 0, 0, MRCNN_VERSION));
     imp::ImportSummary summary;

@@ -39,8 +39,8 @@ dataset::DatasetStats check(const std::vector<std::pair<std::string, fs::path>>&
 }  // namespace
 
 int runDatasetStatsFiles(const DatasetStatsOptions& options, std::ostream& out, std::ostream& err) {
-  const TaskEntry entry{.name = "dataset_stats", .from_spec = false, .events = false};
-  return runTask(entry, {.task = entry.name}, out, err, [&](TaskContext& task) {
+  const auto entry = TaskEntry("dataset_stats").onFiles().textReport();
+  return runTask(entry, out, err, [&](TaskContext& task) {
     std::vector<std::pair<std::string, fs::path>> files;
     for (const fs::path& f : options.annotations)
       files.emplace_back(f.filename().string(), f);
@@ -55,7 +55,7 @@ int runDatasetStatsFiles(const DatasetStatsOptions& options, std::ostream& out, 
 }
 
 int runDatasetStats(const TaskOptions& options, std::ostream& out, std::ostream& err) {
-  const TaskEntry entry{.name = "dataset_stats"};
+  const TaskEntry entry("dataset_stats");
   return runTask(entry, options, out, err, [&](TaskContext& task) {
     const spec::LoadedSpec& loaded = task.spec();
     TaskReport& report = task.report;

@@ -215,7 +215,7 @@ int evaluateCheckpoint(const TaskOptions& options, const EvaluateOptions& evalua
 
 int runEvaluate(const TaskOptions& options, const EvaluateOptions& evaluate, std::ostream& out,
                 std::ostream& err) {
-  const TaskEntry entry{.name = "evaluate"};
+  const TaskEntry entry("evaluate");
   return runTask(entry, options, out, err, [&](TaskContext& task) {
     std::error_code ec;
     fs::create_directories(task.run_dir / "eval", ec);
@@ -235,8 +235,8 @@ int runEvaluateFiles(const EvaluateFilesOptions& options, std::ostream& out, std
     err << "mrcnn-engine: --iou-type must be bbox, segm or both, got \"" << type << "\"\n";
     return kExitUsage;
   }
-  const TaskEntry entry{.name = "evaluate", .from_spec = false, .events = false};
-  return runTask(entry, {.task = entry.name}, out, err, [&](TaskContext&) {
+  const auto entry = TaskEntry("evaluate").onFiles().textReport();
+  return runTask(entry, out, err, [&](TaskContext&) {
     const auto started = std::chrono::steady_clock::now();
     const dataset::CocoDataset gt = dataset::loadCoco(options.annotations);
     for (const auto& w : gt.warnings()) {

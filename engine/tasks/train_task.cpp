@@ -48,6 +48,11 @@ namespace fs = std::filesystem;
 // What the train task assembles, builder by builder, before the loop runs. A builder that
 // cannot go on throws TaskFailure; the task harness reports it.
 struct TrainRun {
+  TrainRun(const TaskOptions& options_, const spec::LoadedSpec& loaded_,
+           const dist::LaunchEnv& launch_, const std::filesystem::path& run_dir_,
+           TaskReport& report_)
+      : options(options_), loaded(loaded_), launch(launch_), run_dir(run_dir_), report(report_) {}
+
   const TaskOptions& options;
   const spec::LoadedSpec& loaded;
   const dist::LaunchEnv& launch;
@@ -404,17 +409,19 @@ int runTrain(const TaskOptions& options, std::ostream& out, std::ostream& err) {
   const int rank = launch.env->rank;
   // Rank 0 alone writes the run directory (its events, TensorBoard's files, the spec as run);
   // the others read its checkpoints.
-  TaskEntry entry{.name = "train", .graceful_stop = true, .failure_code = "training_failed"};
-  entry.configure_events = [rank](train::EventWriterOptions& o, bool& owns_run_dir) {
-    o.rank = rank;
-    if (rank != 0) {
-      o.stdout_fd = -1;
-      owns_run_dir = false;
-    }
-  };
+  const auto entry = TaskEntry("train")
+                         .gracefulStop()
+                         .failureCode("training_failed")
+                         .configureEvents([rank](train::EventWriterOptions& o, bool& owns_run_dir) {
+                           o.rank = rank;
+                           if (rank != 0) {
+                             o.stdout_fd = -1;
+                             owns_run_dir = false;
+                           }
+                         });
   return runTask(entry, options, out, err, [&](TaskContext& task) {
     if (launch.env->distributed()) task.report.setErrorPrefix("rank " + std::to_string(rank) + ": ");
-    TrainRun run{options, task.spec(), *launch.env, train::RunDir(task.run_dir), task.report};
+    TrainRun run(options, task.spec(), *launch.env, task.run_dir, task.report);
     if (rank == 0) {
       // Rank 0's events also become TensorBoard scalars, in <run dir>/tensorboard (the
       // writer outlives this body: the harness may still report a failure through it).

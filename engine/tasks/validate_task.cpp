@@ -9,8 +9,7 @@
 namespace mrcnn::engine {
 
 int runValidate(const TaskOptions& options, std::ostream& out, std::ostream& err) {
-  const TaskEntry entry{
-      .name = "validate", .run_dir_events = RunDirEvents::Never, .events = false};
+  const auto entry = TaskEntry("validate").runDirEvents(RunDirEvents::Never).textReport();
   return runTask(entry, options, out, err, [&](TaskContext& task) {
     spec::Experiment resolved = task.spec().spec;
     out << "# " << options.spec_path.string() << ": valid. The spec as it will run, every "

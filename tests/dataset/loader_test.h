@@ -24,7 +24,7 @@
 #include "dataset/loader/loader.h"
 #include "dataset/loader/sample_order.h"
 #include "dataset/loader/shard_source.h"
-#include "dataset/rle.h"
+#include "dataset/mask/rle.h"
 #include "dataset/shapes/shapes_generator.h"
 
 namespace fs = std::filesystem;

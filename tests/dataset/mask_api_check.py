@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Parity oracle for the C++ mask API (dataset/rle.h): pycocotools recomputes, we compare.
+"""Parity oracle for the C++ mask API (dataset/mask/rle.h): pycocotools recomputes, we compare.
 
 Usage: mask_api_check.py tinycoco <cpp.json>
        mask_api_check.py random <cpp.json>

@@ -1,6 +1,6 @@
 // Compares two COCO instances files the way the importers' oracles are judged: the same images
 // (by file base name), the same categories by name, and per instance the same class, the box
-// within a tolerance and the mask IoU (pycocotools' rasterisation, through dataset/rle.h,
+// within a tolerance and the mask IoU (pycocotools' rasterisation, through dataset/mask/rle.h,
 // which equals it bit for bit) at or above a threshold. A mismatch names the image and the
 // instance, so a failing test says which object broke.
 #pragma once
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "dataset/coco/coco.h"
-#include "dataset/rle.h"
+#include "dataset/mask/rle.h"
 
 namespace mrcnn::testing {
 

@@ -1,4 +1,4 @@
-// The mask API (dataset/rle.h) against pycocotools, live: every annotation of tinycoco and
+// The mask API (dataset/mask/rle.h) against pycocotools, live: every annotation of tinycoco and
 // thousands of seeded random cases (masks, RLE strings, polygons, boxes, uncompressed RLEs,
 // merges, mask and box IoU matrices) are written with our results to a json that
 // mask_api_check.py recomputes with pycocotools and compares exactly. Small cases with

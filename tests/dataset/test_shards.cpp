@@ -15,7 +15,7 @@
 #include "dataset/convert/mask_extent.h"
 #include "dataset/convert/shard.h"
 #include "dataset/image/image_check.h"
-#include "dataset/rle.h"
+#include "dataset/mask/rle.h"
 #include "tests/common/files.h"
 
 namespace fs = std::filesystem;
