@@ -10,6 +10,7 @@
 //                   --warnings-images DIR [--warning-entry N]]
 //                   [--analysis METRICS [--analysis-class ID] [--analysis-cell ROW,COLUMN]]
 //                   [--prune-result DIR]
+//                   [--new-experiment DATA [--experiment-folder DIR] [--new-experiment-page N]]
 //                   [--screenshot PNG [--screenshot-delay MS]]
 //   mrcnn-workbench --headless SPEC [--task TASK] ...      (see app/headless.h)
 //
@@ -17,9 +18,12 @@
 // what each view shows (the same as its Open buttons); --screenshot grabs the window once it is
 // laid out and its files are read, saves it as PNG and exits (how the screenshots in docs/ are
 // taken, under Xvfb); with --prune-result (a prune's output folder: its result dialog, as after
-// Runs › Prune…) it grabs that dialog.
+// Runs › Prune…) it grabs that dialog, with --new-experiment (File › New Experiment from
+// Data… on DATA, stepped on to page N once each page is complete) the wizard. Opened with
+// none of these, the window shows its start page.
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QFileInfo>
 #include <QIcon>
 #include <QMessageBox>
 #include <QTimer>
@@ -35,6 +39,8 @@
 #include "ui/analysis/analysis_view.h"
 #include "ui/dataset_browser/dataset_browser.h"
 #include "ui/main_window/main_window.h"
+#include "ui/new_experiment/data_page.h"
+#include "ui/new_experiment/new_experiment_wizard.h"
 #include "ui/predictions/prediction_view.h"
 #include "ui/prune/prune_flow.h"
 #include "ui/prune/prune_result.h"
@@ -60,7 +66,16 @@ struct Opened {
   qint64 analysis_class = -1;
   int analysis_row = -1, analysis_column = -1;
   QString prune_result;
+  QString new_experiment, experiment_folder;
+  int new_experiment_page = 1;  // 1 the data ... 4 the start
 };
+
+// Whether the options open nothing: the window then shows its start page.
+bool opensNothing(const Opened& o) {
+  return o.runs.isEmpty() && o.dataset.isEmpty() && o.results.isEmpty() && o.checkpoint.isEmpty() &&
+         o.ground_truth.isEmpty() && o.warnings.isEmpty() && o.analysis.isEmpty() &&
+         o.prune_result.isEmpty() && o.new_experiment.isEmpty();
+}
 
 // An error message for options given without their companions ("" when fine).
 QString missingCompanions(const Opened& o) {
@@ -71,6 +86,8 @@ QString missingCompanions(const Opened& o) {
     return u"--warnings needs --warnings-annotations and --warnings-images"_qs;
   if (o.analysis.isEmpty() && (o.analysis_class >= 0 || o.analysis_row >= 0))
     return u"--analysis-class and --analysis-cell need --analysis METRICS"_qs;
+  if (o.new_experiment.isEmpty() && (!o.experiment_folder.isEmpty() || o.new_experiment_page > 1))
+    return u"--experiment-folder and --new-experiment-page need --new-experiment DATA"_qs;
   return {};
 }
 
@@ -149,6 +166,17 @@ QStringList openAll(MainWindow& window, const Opened& o) {
     if (!window.pruneFlow()->openResult(o.prune_result, &error))
       errors << u"--prune-result: "_qs + error;
   }
+  if (!o.new_experiment.isEmpty()) {
+    if (!QFileInfo::exists(o.new_experiment)) {
+      errors << u"--new-experiment: "_qs + o.new_experiment + u" does not exist"_qs;
+    } else {
+      mrcnn::ui::NewExperimentWizard* wizard = window.newExperiment();
+      wizard->dataPage()->setInput(o.new_experiment);
+      if (!o.experiment_folder.isEmpty()) wizard->dataPage()->setExperimentDir(o.experiment_folder);
+      wizard->advanceTo(
+          static_cast<mrcnn::ui::NewExperimentWizard::PageId>(o.new_experiment_page - 1));
+    }
+  }
   return errors;
 }
 
@@ -216,6 +244,14 @@ std::optional<int> parseCommandLine(const QStringList& args, CommandLine* cl) {
   const QCommandLineOption prune_result(
       {u"prune-result"_qs}, u"Show a prune's result (its output folder, with status.json)."_qs,
       u"DIR"_qs);
+  const QCommandLineOption new_experiment(
+      {u"new-experiment"_qs}, u"Open File > New Experiment from Data... on this folder or file."_qs,
+      u"DATA"_qs);
+  const QCommandLineOption experiment_folder(
+      {u"experiment-folder"_qs}, u"New experiment: the folder it is written to."_qs, u"DIR"_qs);
+  const QCommandLineOption new_experiment_page(
+      {u"new-experiment-page"_qs},
+      u"New experiment: step on to page N (1 data, 2 import, 3 check, 4 start)."_qs, u"N"_qs);
   const QCommandLineOption delay({u"screenshot-delay"_qs},
                                  u"Milliseconds to wait before the screenshot (1500)."_qs, u"MS"_qs,
                                  u"1500"_qs);
@@ -241,6 +277,9 @@ std::optional<int> parseCommandLine(const QStringList& args, CommandLine* cl) {
                         &analysis_class,
                         &analysis_cell,
                         &prune_result,
+                        &new_experiment,
+                        &experiment_folder,
+                        &new_experiment_page,
                         &delay})
     parser.addOption(*o);
 
@@ -250,8 +289,14 @@ std::optional<int> parseCommandLine(const QStringList& args, CommandLine* cl) {
   };
   if (!parser.parse(args)) return usage(parser.errorText().toStdString());
   if (parser.isSet(help)) {
-    std::cout << parser.helpText().toStdString()
-              << "\nWithout windows: mrcnn-workbench --headless --help\n";
+    // Qt names the program after the QApplication, which does not exist yet (--help works
+    // without a display): its usage line says "<executable_name>". The line is ours.
+    const std::string program = QFileInfo(args.front()).fileName().toStdString();
+    const QString text = parser.helpText();
+    std::cout << "Usage: " << program << " [options] [SPEC]\n"
+              << "       " << program << " --headless SPEC [--task TASK] ...\n"
+              << text.mid(text.indexOf(u'\n') + 1).toStdString() << "\nWithout windows: " << program
+              << " --headless --help\n";
     return 0;
   }
   if (parser.isSet(version)) {
@@ -306,6 +351,12 @@ std::optional<int> parseCommandLine(const QStringList& args, CommandLine* cl) {
   }
   o.analysis = parser.value(analysis);
   o.prune_result = parser.value(prune_result);
+  o.new_experiment = parser.value(new_experiment);
+  o.experiment_folder = parser.value(experiment_folder);
+  if (parser.isSet(new_experiment_page)) {
+    if (auto e = number(new_experiment_page, 1, 4, &n, "1 to 4")) return e;
+    o.new_experiment_page = static_cast<int>(n);
+  }
   o.dataset_statistics = parser.isSet(dataset_statistics);
   if (parser.isSet(analysis_class)) {
     if (auto e =
@@ -404,6 +455,7 @@ int main(int argc, char** argv) {
     std::cerr << "mrcnn-workbench: " << error.toStdString() << '\n';
   // A screenshot would not show what was asked for: the files could not be used.
   if (!errors.isEmpty() && !cl.screenshot.isEmpty()) return mrcnn::engine::kExitBadData;
+  if (cl.specs.isEmpty() && cl.view == 0 && opensNothing(cl.opened)) window.showStartPage();
   window.show();
   if (!errors.isEmpty()) {
     auto* box = new QMessageBox(QMessageBox::Warning, QApplication::applicationDisplayName(),
@@ -417,6 +469,7 @@ int main(int argc, char** argv) {
     // UI thread.
     QTimer::singleShot(cl.screenshot_delay_ms, &window, [&window, out = cl.screenshot] {
       QWidget* dialog = window.pruneFlow()->resultDialog();
+      if (auto* wizard = window.findChild<mrcnn::ui::NewExperimentWizard*>()) dialog = wizard;
       if (!(dialog ? dialog->grab() : window.grab()).save(out)) {
         std::cerr << "mrcnn-workbench: cannot write " << out.toStdString() << '\n';
         QApplication::exit(1);

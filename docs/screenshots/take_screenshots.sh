@@ -13,6 +13,11 @@
 #                        selected, confusion cell $ANALYSIS_CELL (default 1,2) listed
 #   prune_result.png     the same checkpoint pruned by the engine's prune task at threshold
 #                        $PRUNE_THRESHOLD (default 0.5, TAO's other defaults), its result dialog
+#   new_experiment_report.png  File > New Experiment from Data... on LabelMe's VOC photos
+#                        (labelme_voc2011/data_annotated): the import's report page
+#   new_experiment_check.png   the same wizard's dataset check page
+#   start_page.png       the window opened without a spec, taken last (the recent items are
+#                        those the shots above opened)
 #
 #   docs/screenshots/take_screenshots.sh BUILD_DIR RUN_DIR [PREDICTION_RUN_DIR [CHECKPOINT]]
 #
@@ -147,3 +152,11 @@ shot dataset_statistics "$sample" --view 3 --dataset "$shapes/annotations/instan
 shot analysis "$sample" --view 6 --analysis "$metrics" --analysis-class "${ANALYSIS_CLASS:-2}" \
   --analysis-cell "${ANALYSIS_CELL:-1,2}"
 shot prune_result "$sample" --view 2 --run "$prediction_run" --prune-result "$work/pruned"
+# The wizard grabs itself (not the window) once stepped on to its page; each shot imports into
+# a folder of its own, since the import refuses a folder that is not empty.
+labelme="${MRCNN_SHARED_DIR:-$root/../shared}/data/labelme_voc2011/data_annotated"
+shot new_experiment_report --new-experiment "$labelme" --experiment-folder "$work/new_report" \
+  --new-experiment-page 2 --screenshot-delay 3000
+shot new_experiment_check --new-experiment "$labelme" --experiment-folder "$work/new_check" \
+  --new-experiment-page 3 --screenshot-delay 3000
+shot start_page

@@ -8,6 +8,7 @@
 #include <QDialogButtonBox>
 #include <QDir>
 #include <QDockWidget>
+#include <QFileDialog>
 #include <QFileInfo>
 #include <QLabel>
 #include <QMenuBar>
@@ -15,6 +16,7 @@
 #include <QPushButton>
 #include <QSettings>
 #include <QSplitter>
+#include <QStackedWidget>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QToolBar>
@@ -23,9 +25,12 @@
 #include "ui/analysis/analysis_view.h"
 #include "ui/dataset_browser/dataset_browser.h"
 #include "ui/dataset_browser/image_list_model.h"
+#include "ui/main_window/example_spec.h"
 #include "ui/main_window/recent_items.h"
 #include "ui/main_window/recent_panel.h"
+#include "ui/main_window/start_page.h"
 #include "ui/main_window/versions.h"
+#include "ui/new_experiment/new_experiment_wizard.h"
 #include "ui/predictions/prediction_view.h"
 #include "ui/prune/prune_flow.h"
 #include "ui/run_monitor/process_count_box.h"
@@ -69,10 +74,20 @@ MainWindow::MainWindow(QWidget* parent)
     : QMainWindow(parent),
       spec_editor_(new SpecEditor(this)),
       recent_(new RecentItems(this)),
-      tabs_(new QTabWidget(this)) {
+      tabs_(new QTabWidget(this)),
+      stack_(new QStackedWidget(this)),
+      start_page_(new StartPage(recent_, this)) {
   setObjectName(u"mainWindow"_qs);
   tabs_->setDocumentMode(true);
-  setCentralWidget(tabs_);
+  stack_->addWidget(tabs_);
+  stack_->addWidget(start_page_);
+  setCentralWidget(stack_);
+  connect(start_page_, &StartPage::actionRequested, this,
+          [this](StartPage::Action action) { startAction(static_cast<int>(action)); });
+  connect(start_page_, &StartPage::recentRequested, this,
+          [this](RecentItems::Kind kind, const QString& path) {
+            openRecent(static_cast<int>(kind), path);
+          });
   addView(View::Experiments, spec_editor_, tr(kViewNames[0]));
   addOtherViews();
 
@@ -212,6 +227,9 @@ void MainWindow::createActions() {
   open->setShortcut(QKeySequence::Open);
   recent_menu_ = file->addMenu(tr("Open &Recent"));
   fillRecentMenu();
+  file->addAction(icon("document-new", {}), tr("New E&xperiment from Data…"), this,
+                  [this] { newExperiment(); })
+      ->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_N));
   file->addAction(icon("folder-open", {}), tr("Open &Dataset…"), this, [this] {
     showView(View::Dataset);
     datasets_->chooseDataset();
@@ -259,6 +277,7 @@ void MainWindow::createActions() {
     view_actions_[i] = a;
   }
   view_menu_->addSeparator();
+  view_menu_->addAction(icon("go-home", {}), tr("&Start Page"), this, &MainWindow::showStartPage);
   view_menu_->addAction(problems_dock_->toggleViewAction());
   view_menu_->addAction(recent_dock_->toggleViewAction());
   view_menu_->addAction(bar->toggleViewAction());
@@ -279,7 +298,66 @@ void MainWindow::createActions() {
 }
 
 void MainWindow::showView(View which) {
+  leaveStartPage();
   if (QWidget* w = view(which)) tabs_->setCurrentWidget(w);
+}
+
+void MainWindow::showStartPage() {
+  if (isStartPageShown()) return;
+  stack_->setCurrentWidget(start_page_);
+  // isHidden, not isVisible: before the window is first shown no dock is visible yet.
+  if (!problems_dock_->isHidden()) {
+    problems_dock_->hide();
+    problems_hidden_for_start_ = true;
+  }
+  updateTitle();
+}
+
+bool MainWindow::isStartPageShown() const {
+  return stack_->currentWidget() == start_page_;
+}
+
+void MainWindow::leaveStartPage() {
+  if (!isStartPageShown()) return;
+  stack_->setCurrentWidget(tabs_);
+  if (problems_hidden_for_start_) problems_dock_->show();
+  problems_hidden_for_start_ = false;
+  updateTitle();
+}
+
+void MainWindow::startAction(int action) {
+  switch (static_cast<StartPage::Action>(action)) {
+    case StartPage::Action::NewExperiment:
+      newExperiment();
+      break;
+    case StartPage::Action::OpenExample:
+      if (QString why; !openExample(&why)) QMessageBox::warning(this, tr("The example"), why);
+      break;
+    case StartPage::Action::OpenSpec:
+      if (spec_editor_->open()) showView(View::Experiments);
+      break;
+    case StartPage::Action::OpenRun:
+      if (const QString dir = QFileDialog::getExistingDirectory(this, tr("Open a run directory"));
+          !dir.isEmpty()) {
+        showView(View::Runs);
+        runs_->openRun(dir);
+      }
+      break;
+  }
+}
+
+NewExperimentWizard* MainWindow::newExperiment() {
+  auto* wizard = new NewExperimentWizard(this);
+  wizard->setAttribute(Qt::WA_DeleteOnClose);
+  connect(wizard, &NewExperimentWizard::specWritten, this,
+          [this](const QString& path) { openSpec(path); });
+  wizard->show();
+  return wizard;
+}
+
+bool MainWindow::openExample(QString* error) {
+  const QString path = ExampleSpec::ensureWritten(error);
+  return !path.isEmpty() && openSpec(path, false, error);
 }
 
 MainWindow::View MainWindow::currentView() const {
@@ -342,6 +420,12 @@ void MainWindow::fillRecentMenu() {
 }
 
 void MainWindow::updateTitle() {
+  if (isStartPageShown()) {
+    setWindowTitle(tr("Mask R-CNN Workbench"));
+    setWindowModified(false);
+    setWindowFilePath({});
+    return;
+  }
   setWindowTitle(tr("%1[*] — Mask R-CNN Workbench").arg(spec_editor_->displayName()));
   setWindowModified(spec_editor_->isModified());
   setWindowFilePath(spec_editor_->filePath());
@@ -379,7 +463,11 @@ void MainWindow::showAbout() {
 void MainWindow::saveWindowState() const {
   QSettings settings;
   settings.setValue(u"mainWindow/geometry"_qs, saveGeometry());
+  // The dock layout as the user left it: the Problems dock hidden for the start page counts
+  // as shown.
+  if (problems_hidden_for_start_) problems_dock_->show();
   settings.setValue(u"mainWindow/state"_qs, saveState());
+  if (problems_hidden_for_start_) problems_dock_->hide();
   settings.setValue(u"mainWindow/view"_qs, static_cast<int>(currentView()));
   settings.setValue(u"specEditor/splitter"_qs, spec_editor_->splitter()->saveState());
 }

@@ -1,6 +1,6 @@
 // The workbench window: a thin assembly of the views (Experiments, Runs, Dataset,
-// Predictions, Warnings, Analysis) as tabs, the docks (problems of the spec, recent items), the
-// menus and shortcuts, and the window's state kept across sessions in QSettings. Each view is a
+// Predictions, Warnings, Analysis) as tabs, the start page shown instead of them until something
+// is opened, the docks (problems of the spec, recent items), the menus and shortcuts, and the window's state kept across sessions in QSettings. Each view is a
 // class of its own; this file only wires them together.
 #pragma once
 
@@ -10,12 +10,14 @@
 class QAction;
 class QDockWidget;
 class QMenu;
+class QStackedWidget;
 class QTabWidget;
 
 namespace mrcnn::ui {
 
 class AnalysisView;
 class DatasetBrowser;
+class NewExperimentWizard;
 class PredictionView;
 class ProblemsView;
 class PruneFlow;
@@ -23,6 +25,7 @@ class RecentItems;
 class RecentPanel;
 class RunsView;
 class SpecEditor;
+class StartPage;
 class WarningReview;
 
 class MainWindow : public QMainWindow {
@@ -47,6 +50,18 @@ class MainWindow : public QMainWindow {
   // Opens a spec in the Experiments view (asking about unsaved changes first when
   // `interactive`); a failure is shown in a message box when interactive, else returned.
   bool openSpec(const QString& path, bool interactive = true, QString* error = nullptr);
+
+  // The start page in place of the views (the app opened without a spec); any view shown
+  // (showView, a spec opened) replaces it. The Problems dock is hidden meanwhile: there is no
+  // spec to have problems.
+  void showStartPage();
+  bool isStartPageShown() const;
+  StartPage* startPage() const { return start_page_; }
+  // File › New Experiment from Data…: opens the wizard (non-modal); the spec it writes opens
+  // in the Experiments view.
+  NewExperimentWizard* newExperiment();
+  // Start page › Open the Embedded Example: the example spec, written first when missing.
+  bool openExample(QString* error = nullptr);
 
   SpecEditor* specEditor() const { return spec_editor_; }
   RecentItems* recentItems() const { return recent_; }
@@ -84,6 +99,8 @@ class MainWindow : public QMainWindow {
   void fillRecentMenu();
   void openRecent(int kind, const QString& path);
   void showAbout();
+  void leaveStartPage();
+  void startAction(int action);  // a StartPage::Action
 
   SpecEditor* spec_editor_;
   RunsView* runs_ = nullptr;
@@ -94,6 +111,9 @@ class MainWindow : public QMainWindow {
   PruneFlow* prune_flow_ = nullptr;
   RecentItems* recent_;
   QTabWidget* tabs_;
+  QStackedWidget* stack_;  // the start page, or the tabs
+  StartPage* start_page_;
+  bool problems_hidden_for_start_ = false;
   QWidget* views_[kViewCount] = {};
   ProblemsView* problems_ = nullptr;
   RecentPanel* recent_panel_ = nullptr;
