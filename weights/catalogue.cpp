@@ -3,8 +3,12 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include "weights/embedded_resources.h"
 
@@ -141,6 +145,18 @@ const Catalogue& builtinCatalogue() {
   static const Catalogue catalogue =
       parseCatalogue(embedded::kWeightsCatalogue, "resources/weights_catalogue.json (built in)");
   return catalogue;
+}
+
+Catalogue activeCatalogue() {
+  const char* path = std::getenv("MRCNN_WEIGHTS_CATALOGUE");
+  if (path == nullptr || *path == '\0') return builtinCatalogue();
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw WeightsError(std::string(path) +
+                       " (MRCNN_WEIGHTS_CATALOGUE): cannot read it: " + std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parseCatalogue(text.str(), std::string(path) + " (MRCNN_WEIGHTS_CATALOGUE)");
 }
 
 const CatalogueEntry* findEntry(const Catalogue& catalogue, std::string_view name) {

@@ -55,6 +55,11 @@ Catalogue parseCatalogue(std::string_view json, const std::string& source);
 // The catalogue compiled into the program (parsed once).
 const Catalogue& builtinCatalogue();
 
+// The catalogue names resolve through: the file MRCNN_WEIGHTS_CATALOGUE names when set (a site's
+// own list of weights, or a test's; the same format, read at each call), else the built-in
+// one. Throws WeightsError naming the file when it cannot be read or parsed.
+Catalogue activeCatalogue();
+
 // The entry of `name`, or nullptr.
 const CatalogueEntry* findEntry(const Catalogue& catalogue, std::string_view name);
 

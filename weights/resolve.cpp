@@ -64,7 +64,8 @@ std::string byHand(const CatalogueEntry& entry, const fs::path& file, const std:
 }
 
 fs::path fromCatalogue(const std::string& name, const ResolveOptions& options) {
-  const Catalogue& catalogue = options.catalogue ? *options.catalogue : builtinCatalogue();
+  const Catalogue active = options.catalogue ? Catalogue{} : activeCatalogue();
+  const Catalogue& catalogue = options.catalogue ? *options.catalogue : active;
   const CatalogueEntry& entry = requireEntry(catalogue, name);
   const fs::path dir = options.cache_dir.empty() ? weightsCacheDir() : options.cache_dir;
   const fs::path file = cachedFile(entry, dir);

@@ -23,18 +23,19 @@ std::filesystem::path cachedFile(const CatalogueEntry& entry,
 
 struct ResolveOptions {
   DownloadOptions download;              // progress, cancellation, timeouts
-  const Catalogue* catalogue = nullptr;  // null: builtinCatalogue()
+  const Catalogue* catalogue = nullptr;  // null: activeCatalogue()
   std::filesystem::path cache_dir;       // empty: weightsCacheDir()
   std::optional<std::string> mirror;     // none: MRCNN_WEIGHTS_MIRROR
 };
 
 // `checkpoint_field` as a file:
 //  - empty: empty;
-//  - a catalogue name (isCatalogueName): the entry's file in the cache. When it is not there it
-//    is downloaded (from the mirror when one is set) and verified first; when it is there, its
-//    SHA-256 is checked, so a file put there by hand is taken only when it is the published
-//    one. Processes that resolve at once (the ranks of a data-parallel run) take turns on a
-//    lock of the cache folder: one downloads, the others then find the file.
+//  - a catalogue name (isCatalogueName, looked up in activeCatalogue()): the entry's file in
+//    the cache. When it is not there it is downloaded (from the mirror when one is set) and
+//    verified first; when it is there, its SHA-256 is checked, so a file put there by hand is
+//    taken only when it is the published one. Processes that resolve at once (the ranks of a
+//    data-parallel run) take turns on a lock of the cache folder: one downloads, the others
+//    then find the file.
 //  - anything else: the path, relative to `spec_dir` unless absolute (the file is not checked
 //    here: the loader names it when it is missing).
 // Throws WeightsError (DownloadError for a failed download) whose message names the name, the

@@ -422,6 +422,34 @@ class TestWeightsDownload : public QObject {
              qPrintable(v2));
   }
 
+  void catalogueFromTheEnvironment() {
+    if (!serverReady()) return;
+    // A site's (or an end-to-end test's) own catalogue: names resolve through it alone.
+    const QString path = dir_.filePath("site-catalogue.json");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(("{\"entries\": [" +
+             catalogueEntry("site_model", "https://example.org/models/" + goodFile_,
+                            sha256Prefix(good_)) +
+             "]}")
+                .toUtf8());
+    f.close();
+    qputenv("MRCNN_WEIGHTS_CATALOGUE", path.toUtf8());
+    QCOMPARE(w::activeCatalogue().size(), size_t{1});
+    w::ResolveOptions o = options(dir_.filePath("site-cache"));
+    o.catalogue = nullptr;
+    QCOMPARE(w::resolveWeights("torchvision:site_model", "/spec", o),
+             fs::path(dir_.filePath("site-cache/" + goodFile_).toStdString()));
+    const QString unknown = errorOf([&] { w::resolveWeights("torchvision:resnet50", "/spec", o); });
+    QVERIFY2(unknown.contains("known names: torchvision:site_model"), qPrintable(unknown));
+    qputenv("MRCNN_WEIGHTS_CATALOGUE", dir_.filePath("nowhere.json").toUtf8());
+    const QString missing = errorOf([] { w::activeCatalogue(); });
+    QVERIFY2(missing.contains("nowhere.json (MRCNN_WEIGHTS_CATALOGUE): cannot read it"),
+             qPrintable(missing));
+    qunsetenv("MRCNN_WEIGHTS_CATALOGUE");
+    QCOMPARE(w::activeCatalogue().size(), w::builtinCatalogue().size());
+  }
+
   void cacheFolderFollowsXdg() {
     const QByteArray xdg = qgetenv("XDG_CACHE_HOME"), home = qgetenv("HOME");
     qputenv("XDG_CACHE_HOME", "/xdg/cache");
