@@ -119,8 +119,13 @@ class ResultWriter {
     drawOverlay(drawn, overlay);
     std::vector<uint8_t> png;
     cv::imencode(".png", drawn, png);
+    // An image outside the input folder (a json's "../photos/a.jpg") gets its overlay in the
+    // output folder by its file name: nothing is written outside it.
+    const bool outside = relative.is_absolute() || relative.begin() == relative.end() ||
+                         *relative.begin() == "..";
     const fs::path overlay_path =
-        out_dir_ / relative.parent_path() / (relative.stem().string() + ".png");
+        out_dir_ / (outside ? fs::path() : relative.parent_path()) /
+        (relative.stem().string() + ".png");
     std::error_code ec;
     fs::create_directories(overlay_path.parent_path(), ec);
     io::writeFileAtomic(overlay_path,
@@ -172,12 +177,24 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
     return report.fail("usage", looked + "): give --images FILE_OR_DIR", kExitUsage);
   }
   std::vector<fs::path> images;
+  // The spec's validation images are those its json lists (an imported data set references
+  // its images where they are, not in val_image_dir); without a json, the folder's images.
+  const bool from_json = from_spec && !data->val_json.empty();
   try {
-    images = listImages(source);
+    if (from_json) {
+      const dataset::CocoDataset val = dataset::loadCoco(data->val_json);
+      for (const dataset::CocoImage& image : val.images())
+        images.push_back(source / fs::path(image.file_name));
+    } else {
+      images = listImages(source);
+    }
   } catch (const std::exception& e) {
     return report.fail(
         "bad_images",
-        std::string(from_spec ? "data_config.val_image_dir: " : "--images: ") + e.what(),
+        std::string(from_json   ? "data_config.val_json_file: "
+                    : from_spec ? "data_config.val_image_dir: "
+                                : "--images: ") +
+            e.what(),
         kExitBadData);
   }
   eval::ClassThresholds thresholds;

@@ -284,8 +284,7 @@ train::DrawOverlays overlaysDrawer(const TrainRun& run, const train::CheckpointS
     inference_options.task = "inference";
     inference_options.run_dir = run.run_dir.root();
     inference_options.checkpoint = store.last().value_or(fs::path());
-    InferenceOptions inference;
-    inference.images = run.data.val_image_dir;
+    InferenceOptions inference;  // no --images: the spec's validation images
     inference.out = run.run_dir.inferenceDir();
     std::ostringstream inference_out, inference_err;
     const int code = runInference(inference_options, inference, inference_out, inference_err);
