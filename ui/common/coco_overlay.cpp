@@ -3,7 +3,7 @@
 #include <QDir>
 #include <stdexcept>
 
-#include "dataset/rle.h"
+#include "dataset/mask/rle.h"
 
 namespace mrcnn::ui {
 

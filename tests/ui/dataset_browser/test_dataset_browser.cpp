@@ -25,7 +25,7 @@
 #include <opencv2/imgproc.hpp>
 #include <set>
 
-#include "dataset/rle.h"
+#include "dataset/mask/rle.h"
 #include "ui/common/image_file.h"
 #include "ui/common/image_view.h"
 #include "ui/common/layer_controls.h"

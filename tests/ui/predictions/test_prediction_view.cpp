@@ -16,7 +16,7 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "dataset/rle.h"
+#include "dataset/mask/rle.h"
 #include "ui/common/image_view.h"
 #include "ui/common/overlay.h"
 #include "ui/predictions/inference_runner.h"
