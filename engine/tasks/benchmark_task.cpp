@@ -126,7 +126,7 @@ int benchmark(const TaskOptions& options, const BenchmarkOptions& bench,
     const std::filesystem::path pruned =
         !options.checkpoint.empty()
             ? options.checkpoint
-            : (s.pruned_model_path().empty() ? std::filesystem::path() : startingWeights(loaded));
+            : (s.pruned_model_path().empty() ? std::filesystem::path() : startingWeights(loaded, &report));
     if (!pruned.empty())
       model_options.conv_widths =
           prunedWidths(model_options, modelTensors(model::readStateDict(pruned)));

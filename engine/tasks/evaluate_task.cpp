@@ -110,7 +110,7 @@ int evaluateCheckpoint(const TaskOptions& options, const EvaluateOptions& evalua
   report.write(train::startEvent("evaluate", options.spec_path.string(), run_dir.string(),
                                  device_choice.name, 1, 0, 0, MRCNN_VERSION));
 
-  const fs::path weights = weightsFile(options.checkpoint, loaded, run_dir);
+  const fs::path weights = weightsFile(options.checkpoint, loaded, run_dir, &report);
   if (weights.empty()) {
     return report.fail("no_checkpoint",
                        "no checkpoint to evaluate: " + weightsSearched(options.spec_path, run_dir),

@@ -140,12 +140,12 @@ int exportModel(const TaskOptions& options, const ExportOptions& ex, const spec:
   // The model with its weights, loaded again for each backend of the parity check.
   const auto make_model = [&]() {
     return loadModel(modelOptionsFromSpec(s, loaded.resolved),
-                     weightsFile(options.checkpoint, loaded, run_dir), s.skip_checkpoint_variables());
+                     weightsFile(options.checkpoint, loaded, run_dir, &report), s.skip_checkpoint_variables());
   };
   if (!data) return report.fail("bad_dataset", data_err.str(), kExitBadData);
 
   model::MaskRCNN net(nullptr);
-  const fs::path weights = weightsFile(options.checkpoint, loaded, run_dir);
+  const fs::path weights = weightsFile(options.checkpoint, loaded, run_dir, &report);
   if (weights.empty()) {
     return report.fail("no_checkpoint",
                        "no weights to export: " + weightsSearched(options.spec_path, run_dir), kExitBadData);

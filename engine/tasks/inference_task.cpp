@@ -220,7 +220,7 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
   // classes.
   model::MaskRCNN net(nullptr);
   const fs::path weights =
-      inference.onnx.empty() ? weightsFile(options.checkpoint, loaded, run_dir) : fs::path();
+      inference.onnx.empty() ? weightsFile(options.checkpoint, loaded, run_dir, &report) : fs::path();
   if (!inference.onnx.empty()) net = model::MaskRCNN(modelOptionsFromSpec(s, loaded.resolved));
   if (inference.onnx.empty()) {
     if (weights.empty()) {

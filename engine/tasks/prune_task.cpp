@@ -181,7 +181,7 @@ int pruneModel(const TaskOptions& options, const PruneTaskOptions& prune_options
                const spec::LoadedSpec& loaded, const fs::path& run_dir, bool has_run_dir,
                TaskReport& report) {
   const spec::Experiment& s = loaded.spec;
-  const fs::path weights = weightsFile(options.checkpoint, loaded, run_dir);
+  const fs::path weights = weightsFile(options.checkpoint, loaded, run_dir, &report);
   if (weights.empty())
     return report.fail("no_checkpoint", "no weights to prune: " + weightsSearched(options.spec_path, run_dir),
                        kExitBadData);

@@ -17,6 +17,7 @@
 #include "engine/dist/launch_env.h"
 #include "engine/dist/process_group.h"
 #include "engine/exit_codes.h"
+#include "engine/setup/categories.h"
 #include "engine/setup/data_setup.h"
 #include "engine/runtime/task_device.h"
 #include "engine/setup/model_config.h"
@@ -204,22 +205,29 @@ model::MaskRCNN buildModel(const TrainRun& run, train::CheckpointStore& store,
       net->loadTorchvisionState(resume->model, load);
       return net;
     }
-    if (const fs::path file = startingWeights(run.loaded); !file.empty()) {
+    if (const fs::path file = startingWeights(run.loaded, &run.report); !file.empty()) {
+      // Fine-tuning: a predictor of another class count starts anew, with the rows of the
+      // classes COCO also has copied from COCO's where the file is COCO's.
+      WeightsOptions weights_options;
+      weights_options.skip = s.skip_checkpoint_variables();
+      for (const Category& c :
+           categoryTable(run.data.val_json.empty() ? run.data.train_json : run.data.val_json,
+                         s.data_config().num_classes(),
+                         s.data_config().category_labels() == "category_id"))
+        weights_options.class_names.push_back(c.name);
       WeightsReport report;
-      model::MaskRCNN net = loadModel(model_options, file, s.skip_checkpoint_variables(), &report);
-      run.log("weights: " + file.string() + " (" + report.kind + ", " +
-              std::to_string(report.loaded) + " tensors, " +
-              std::to_string(report.skipped.size()) + " skipped" +
-              (report.pruned_widths
-                   ? ", " + std::to_string(report.pruned_widths) + " pruned layers"
-                   : std::string()) +
-              ")");
+      model::MaskRCNN net = loadModel(model_options, file, weights_options, &report);
+      run.log("weights: " + report.summary(file.string()));
+      for (const WeightsWarning& w : report.warnings)
+        run.report.warn(w.code, w.message);
       if (!s.pruned_model_path().empty() && !s.checkpoint().empty())
         run.log("checkpoint " + s.checkpoint() +
                 " not loaded: pruned_model_path gives the model and its weights");
       return net;
     }
     return model::MaskRCNN(model_options);
+  } catch (const TaskFailure&) {
+    throw;
   } catch (const std::exception& e) {
     throw TaskFailure("bad_checkpoint", e.what(), kExitBadData);
   }
