@@ -16,11 +16,11 @@
 #include <QPushButton>
 #include <QSettings>
 #include <QSplitter>
-#include <QStackedWidget>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QToolBar>
 #include <QVBoxLayout>
+#include <utility>
 
 #include "ui/analysis/analysis_view.h"
 #include "ui/dataset_browser/dataset_browser.h"
@@ -75,13 +75,11 @@ MainWindow::MainWindow(QWidget* parent)
       spec_editor_(new SpecEditor(this)),
       recent_(new RecentItems(this)),
       tabs_(new QTabWidget(this)),
-      stack_(new QStackedWidget(this)),
       start_page_(new StartPage(recent_, this)) {
   setObjectName(u"mainWindow"_qs);
   tabs_->setDocumentMode(true);
-  stack_->addWidget(tabs_);
-  stack_->addWidget(start_page_);
-  setCentralWidget(stack_);
+  setCentralWidget(tabs_);
+  start_page_->hide();
   connect(start_page_, &StartPage::actionRequested, this,
           [this](StartPage::Action action) { startAction(static_cast<int>(action)); });
   connect(start_page_, &StartPage::recentRequested, this,
@@ -304,24 +302,37 @@ void MainWindow::showView(View which) {
 
 void MainWindow::showStartPage() {
   if (isStartPageShown()) return;
-  stack_->setCurrentWidget(start_page_);
+  swapCentralWidget(start_page_);
   // isHidden, not isVisible: before the window is first shown no dock is visible yet.
-  if (!problems_dock_->isHidden()) {
-    problems_dock_->hide();
-    problems_hidden_for_start_ = true;
+  for (QDockWidget* dock : {problems_dock_, recent_dock_}) {
+    if (dock->isHidden()) continue;
+    dock->hide();
+    docks_hidden_for_start_ << dock;
   }
   updateTitle();
 }
 
 bool MainWindow::isStartPageShown() const {
-  return stack_->currentWidget() == start_page_;
+  return centralWidget() == start_page_;
+}
+
+void MainWindow::swapCentralWidget(QWidget* widget) {
+  // setCentralWidget deletes the widget it replaces: that one is taken out first.
+  QWidget* old = takeCentralWidget();
+  if (old) {
+    old->setParent(this);
+    old->hide();
+  }
+  setCentralWidget(widget);
+  widget->show();
 }
 
 void MainWindow::leaveStartPage() {
   if (!isStartPageShown()) return;
-  stack_->setCurrentWidget(tabs_);
-  if (problems_hidden_for_start_) problems_dock_->show();
-  problems_hidden_for_start_ = false;
+  swapCentralWidget(tabs_);
+  for (QDockWidget* dock : std::as_const(docks_hidden_for_start_))
+    dock->show();
+  docks_hidden_for_start_.clear();
   updateTitle();
 }
 
@@ -463,11 +474,12 @@ void MainWindow::showAbout() {
 void MainWindow::saveWindowState() const {
   QSettings settings;
   settings.setValue(u"mainWindow/geometry"_qs, saveGeometry());
-  // The dock layout as the user left it: the Problems dock hidden for the start page counts
-  // as shown.
-  if (problems_hidden_for_start_) problems_dock_->show();
+  // The dock layout as the user left it: the docks hidden for the start page count as shown.
+  for (QDockWidget* dock : docks_hidden_for_start_)
+    dock->show();
   settings.setValue(u"mainWindow/state"_qs, saveState());
-  if (problems_hidden_for_start_) problems_dock_->hide();
+  for (QDockWidget* dock : docks_hidden_for_start_)
+    dock->hide();
   settings.setValue(u"mainWindow/view"_qs, static_cast<int>(currentView()));
   settings.setValue(u"specEditor/splitter"_qs, spec_editor_->splitter()->saveState());
 }

@@ -4,13 +4,13 @@
 // class of its own; this file only wires them together.
 #pragma once
 
+#include <QList>
 #include <QMainWindow>
 #include <functional>
 
 class QAction;
 class QDockWidget;
 class QMenu;
-class QStackedWidget;
 class QTabWidget;
 
 namespace mrcnn::ui {
@@ -52,8 +52,8 @@ class MainWindow : public QMainWindow {
   bool openSpec(const QString& path, bool interactive = true, QString* error = nullptr);
 
   // The start page in place of the views (the app opened without a spec); any view shown
-  // (showView, a spec opened) replaces it. The Problems dock is hidden meanwhile: there is no
-  // spec to have problems.
+  // (showView, a spec opened) replaces it. The docks are hidden meanwhile: there is no spec to
+  // have problems, and the page lists the recent items itself.
   void showStartPage();
   bool isStartPageShown() const;
   StartPage* startPage() const { return start_page_; }
@@ -100,6 +100,9 @@ class MainWindow : public QMainWindow {
   void openRecent(int kind, const QString& path);
   void showAbout();
   void leaveStartPage();
+  // Makes `widget` the central widget; the one it replaces stays a hidden child (the window
+  // keeps owning it, and its children are still found).
+  void swapCentralWidget(QWidget* widget);
   void startAction(int action);  // a StartPage::Action
 
   SpecEditor* spec_editor_;
@@ -111,9 +114,8 @@ class MainWindow : public QMainWindow {
   PruneFlow* prune_flow_ = nullptr;
   RecentItems* recent_;
   QTabWidget* tabs_;
-  QStackedWidget* stack_;  // the start page, or the tabs
-  StartPage* start_page_;
-  bool problems_hidden_for_start_ = false;
+  StartPage* start_page_;  // the central widget in place of tabs_ while shown
+  QList<QDockWidget*> docks_hidden_for_start_;  // shown again when the start page goes
   QWidget* views_[kViewCount] = {};
   ProblemsView* problems_ = nullptr;
   RecentPanel* recent_panel_ = nullptr;

@@ -44,6 +44,21 @@ std::string relativeTo(const fs::path& path, const fs::path& base) {
   return absolute.generic_string();
 }
 
+// "1 step", "2 steps".
+std::string counted(int64_t n, const char* one, const char* many) {
+  return std::to_string(n) + ' ' + (n == 1 ? one : many);
+}
+
+// The format as its users name it.
+std::string formatName(const std::string& format) {
+  if (format == "labelme") return "LabelMe";
+  if (format == "voc") return "VOC";
+  if (format == "cvat") return "CVAT";
+  if (format == "yolo") return "YOLO-seg";
+  if (format == "coco") return "COCO";
+  return format;
+}
+
 std::string startComment(const ExperimentChoices& c) {
   using Start = ExperimentChoices::Start;
   switch (c.start) {
@@ -93,11 +108,13 @@ std::string experimentSpecText(const ImportedData& data, const ExperimentChoices
   const bool add_pair = c.add_suggested_anchor && !coco && data.suggested_pair.has_value();
   std::ostringstream o;
 
-  o << "# Mask R-CNN with a ResNet-" << c.depth << " FPN backbone on the " << summary.format
-    << " data set\n# " << fs::absolute(summary.input).generic_string() << ", imported into "
-    << relativeTo(data.dataset_dir, spec_dir) << "/ (its import_report.json lists what was\n"
-    << "# changed or left out). Written by the New Experiment wizard; relative paths are taken "
-       "from\n# this file's folder.\n#\n"
+  o << "# Mask R-CNN with a ResNet-" << c.depth << " FPN backbone on the "
+    << formatName(summary.format) << " data set\n#   "
+    << fs::absolute(summary.input).generic_string() << "\n# imported into "
+    << relativeTo(data.dataset_dir, spec_dir)
+    << "/ (its import_report.json lists what was changed or left out).\n"
+    << "# Written by the New Experiment wizard; relative paths are taken from this file's "
+       "folder.\n#\n"
     << "# Classes (the model's label: the category, as the import numbered them):\n";
   for (size_t i = 0; i < summary.categories.size(); ++i)
     o << "#   " << i + 1 << " " << summary.categories[i] << '\n';
@@ -109,8 +126,9 @@ std::string experimentSpecText(const ImportedData& data, const ExperimentChoices
                                      : (c.start == Start::Scratch ? std::string() : c.weights);
   o << "checkpoint: " << quoted(checkpoint) << "\n\n";
 
-  o << "# " << c.epochs << " epochs of " << data.train_images << " training images, "
-    << c.batch_size << " a step: " << s.steps_per_epoch << " step(s) an epoch\n"
+  o << "# " << counted(c.epochs, "epoch", "epochs") << " of "
+    << counted(data.train_images, "training image", "training images") << ", " << c.batch_size
+    << " a step: " << counted(s.steps_per_epoch, "step", "steps") << " an epoch\n"
     << "total_steps: " << s.total_steps << "\ntrain_batch_size: " << c.batch_size
     << "\neval_batch_size: " << c.batch_size
     << "\n# 0.02 for 16 images a step, scaled linearly to the batch\n"
@@ -122,8 +140,11 @@ std::string experimentSpecText(const ImportedData& data, const ExperimentChoices
       << "]\"\nlearning_rate_decay_levels: \"[0.1, 0.01]\"\n";
   }
   o << "momentum: 0.9\nl2_weight_decay: 0.0001\n"
-    << "# evaluate and write a checkpoint every " << s.steps_per_eval / s.steps_per_epoch
-    << " epoch(s)\nnum_steps_per_eval: " << s.steps_per_eval
+    << "# evaluate and write a checkpoint every "
+    << (s.steps_per_eval == s.steps_per_epoch
+            ? std::string("epoch")
+            : counted(s.steps_per_eval / s.steps_per_epoch, "epoch", "epochs"))
+    << "\nnum_steps_per_eval: " << s.steps_per_eval
     << "\nsave_checkpoints_steps: " << s.steps_per_eval
     << "\nkeep_checkpoint_max: 3\nlogging_frequency: 10\n\n";
 

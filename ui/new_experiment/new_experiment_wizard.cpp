@@ -46,9 +46,10 @@ QString NewExperimentWizard::writtenSpec() const {
 }
 
 void NewExperimentWizard::accept() {
-  const QString spec = writtenSpec();
-  QWizard::accept();  // hidden first: the spec opens in the window, not behind the wizard
-  if (!spec.isEmpty()) emit specWritten(spec);
+  // QWizard::done validates the last page, which writes the spec, then hides the wizard (a
+  // wizard deleted on close goes with deleteLater, so this object is still whole here).
+  QWizard::accept();
+  if (!writtenSpec().isEmpty()) emit specWritten(writtenSpec());
 }
 
 }  // namespace mrcnn::ui

@@ -148,18 +148,22 @@ void ReportPage::showReport(const ImportedData& data) {
   const auto& s = data.summary;
   status_->setStyleSheet({});
   status_->setTextFormat(Qt::RichText);
+  const auto images = [](const std::string& split, int64_t n) {
+    return tr("%1 (%2 %3)")
+        .arg(QString::fromStdString(split))
+        .arg(n)
+        .arg(n == 1 ? tr("image") : tr("images"));
+  };
   status_->setText(
-      tr("Imported %1 (%2%3) into %4 in %5 s: training on <b>%6</b>, validating on <b>%7</b>.")
+      tr("Imported %1 (%2%3) into %4%5: training on <b>%6</b>, validating on "
+         "<b>%7</b>.")
           .arg(QString::fromStdString(s.input.string()).toHtmlEscaped(),
                QString::fromStdString(s.format), s.format_guessed ? tr(", detected") : QString(),
                QString::fromStdString(data.dataset_dir.string()).toHtmlEscaped(),
-               QString::number(s.seconds, 'f', 2),
-               tr("%1 (%n image(s))", nullptr, static_cast<int>(data.train_images))
-                   .arg(QString::fromStdString(data.train_split)),
-               data.val_split.empty()
-                   ? tr("nothing (no validation split)")
-                   : tr("%1 (%n image(s))", nullptr, static_cast<int>(data.val_images))
-                         .arg(QString::fromStdString(data.val_split))));
+               s.seconds >= 0.01 ? tr(" in %1 s").arg(s.seconds, 0, 'f', 2) : QString(),
+               images(data.train_split, data.train_images).toHtmlEscaped(),
+               data.val_split.empty() ? tr("nothing (no validation split)")
+                                      : images(data.val_split, data.val_images).toHtmlEscaped()));
   summary_->setPlainText(QString::fromStdString(dataset::import::formatSummary(s)));
   problems_->clear();
   const auto add = [this](const QString& kind, const dataset::import::ImportProblem& p) {

@@ -124,6 +124,9 @@ WeightsPage::WeightsPage(DataPage* data_page, ReportPage* report, QWidget* paren
     depth_->addItem(tr("ResNet-%1").arg(d), d);
   depth_->setCurrentIndex(depth_->findData(50));
   epochs_->setObjectName(u"epochs"_qs);
+  for (QWidget* w : {static_cast<QWidget*>(depth_), static_cast<QWidget*>(epochs_),
+                     static_cast<QWidget*>(batch_)})
+    w->setMaximumWidth(200);
   epochs_->setRange(1, 10000);
   epochs_->setValue(24);
   epochs_->setToolTip(
@@ -270,7 +273,7 @@ void WeightsPage::refresh() {
                                      "three anchors")
                                 : QString());
   } else {
-    add_anchor_->setText(tr("The default anchors fit the data (no aspect pair to add)"));
+    add_anchor_->setText(tr("No anchor aspect pair to add: the dataset check suggests none"));
     add_anchor_->setEnabled(false);
   }
   path_->setText(

@@ -163,7 +163,7 @@ class NewExperimentTest : public QObject {
     start->specName()->setText(u"voc people"_qs);  // made a file name
     QVERIFY(start->isComplete());
     wizard.button(QWizard::FinishButton)->click();
-    QCOMPARE(written.size(), 1);
+    QVERIFY2(written.size() == 1, qPrintable(start->errorLabel()->text()));
     const QString spec_path = written.front().front().toString();
     QCOMPARE(spec_path, QDir(folder).filePath(u"voc_people.txt"_qs));
 
@@ -280,7 +280,8 @@ class NewExperimentTest : public QObject {
     QCOMPARE(QDir(empty).entryList({u"*.txt"_qs}, QDir::Files).size(), 0);
   }
 
-  // The window opened without a spec: the start page, no Problems dock; its buttons.
+  // The window opened without a spec: the start page in place of the views, the docks hidden
+  // meanwhile; its buttons.
   void startPageButtons() {
     RecentItems().add(RecentItems::Kind::Run, u"/runs/earlier"_qs);
     MainWindow window;
@@ -289,9 +290,18 @@ class NewExperimentTest : public QObject {
     window.showStartPage();
     QVERIFY(window.isStartPageShown());
     QVERIFY(!window.problemsDock()->isVisible());  // no spec, no problems
+    QVERIFY(!window.recentDock()->isVisible());    // the page lists them
     StartPage* start = window.startPage();
     QVERIFY(start->isVisible());
     QCOMPARE(window.windowTitle(), u"Mask R-CNN Workbench"_qs);
+    // The layout saved meanwhile is the user's: the docks count as shown.
+    window.saveWindowState();
+    QVERIFY(!window.problemsDock()->isVisible());
+    {
+      MainWindow again;
+      again.show();
+      QVERIFY(again.problemsDock()->isVisible() && again.recentDock()->isVisible());
+    }
     // The recent run is listed.
     QVERIFY(!start->recentPanel()->findItems(u"earlier"_qs, Qt::MatchRecursive).isEmpty());
 
@@ -326,6 +336,7 @@ class NewExperimentTest : public QObject {
     QVERIFY(path.startsWith(QStandardPaths::writableLocation(QStandardPaths::AppDataLocation)));
     QVERIFY(!window.specEditor()->hasErrors());
     QVERIFY(window.problemsDock()->isVisible());  // back with the spec
+    QVERIFY(window.recentDock()->isVisible());
     window.specEditor()->textEdit()->document()->setModified(false);
   }
 
