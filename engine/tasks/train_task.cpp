@@ -381,8 +381,8 @@ int train(TrainRun& run) {
 
   try {
     trainer.run();
-  } catch (const train::TrainError& e) {
-    throw TaskFailure(e.code(), e.what(), e.exitCode());
+  } catch (const TaskFailure&) {
+    throw;  // a failure with its code (train::TrainError): as it is
   } catch (const io::DiskFullError&) {
     throw;
   } catch (const train::CheckpointError& e) {

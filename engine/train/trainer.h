@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "dataset/loader/loader.h"
+#include "engine/exit_codes.h"
 #include "engine/model/mask_rcnn.h"
 
 namespace mrcnn::train {
@@ -72,18 +73,9 @@ class TrainHook {
   virtual void afterTrain(TrainState&) {}
 };
 
-// A failure that ends the run: the error event's code, its message, the exit code.
-class TrainError : public std::runtime_error {
- public:
-  TrainError(std::string code, const std::string& message, int exit_code)
-      : std::runtime_error(message), code_(std::move(code)), exit_code_(exit_code) {}
-  const std::string& code() const { return code_; }
-  int exitCode() const { return exit_code_; }
-
- private:
-  std::string code_;
-  int exit_code_;
-};
+// A failure that ends the run (the error event's code, its message, the exit code): the task
+// harness reports it as any task's failure.
+using TrainError = engine::TaskFailure;
 
 struct TrainerOptions {
   c10::Device device{c10::kCPU};

@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "dataset/rle.h"
+#include "dataset/mask/rle.h"
 #include "ui/common/overlay.h"
 
 namespace mrcnn::ui {
