@@ -6,7 +6,8 @@
 //      are written by the oracle script from tinycoco and compared with tinycoco's own masks;
 //  (b) LabelMe's own tools: our LabelMe import of labelme_voc2011 equals labelme2coco's COCO
 //      (count, classes, IoU >= 0.98) and our VOC import of labelme2voc's PNGs our LabelMe one
-//      (IoU >= 0.95: the PNGs carry an ignore band).
+//      (IoU >= 0.93: PIL's polygon fill, which made the PNGs, takes edge pixels pycocotools'
+//      does not).
 // Then the rules: shapes skipped with their index, splits, detection, staging and bad input
 // (each message names its file and place; a fatal error leaves nothing).
 #include <QProcess>
@@ -229,7 +230,9 @@ class TestImport : public QObject {
     run("voc", data / "data_dataset_voc", "voc_of_labelme");
     CompareOptions options;
     // The brief's 0.95 holds for 11 of the 12 objects; the bottle (19 x 54 px, the thinnest)
-    // loses 6.6% of its pixels to labelme2voc's ignore band, which belongs to no instance.
+    // scores 0.934 from the two rasterisers alone: labelme2voc fills its polygon with PIL's
+    // ImageDraw (edge pixels included: 873 px), we with pycocotools' rule (pixel centres:
+    // 815 px, the area COCO evaluation uses), and 815/873 = 0.934.
     options.min_iou = 0.93;
     options.compare_boxes = false;
     const std::string diff = compareCoco(out("voc_of_labelme") / "annotations/instances_train.json",
