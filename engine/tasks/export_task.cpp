@@ -137,19 +137,21 @@ int exportModel(const TaskOptions& options, const ExportOptions& ex, const spec:
   const std::optional<DataFiles> data =
       prepareData(loaded, data_log, data_err,
                   DataNeeds{.train = false, .val_json = false, .val_images = false});
-  // The model with its weights, loaded again for each backend of the parity check.
-  const auto make_model = [&]() {
-    return loadModel(modelOptionsFromSpec(s, loaded.resolved),
-                     weightsFile(options.checkpoint, loaded, run_dir, &report), s.skip_checkpoint_variables());
-  };
   if (!data) return report.fail("bad_dataset", data_err.str(), kExitBadData);
 
   model::MaskRCNN net(nullptr);
+  // Resolved once (a name is downloaded or hash-checked in the cache once).
   const fs::path weights = weightsFile(options.checkpoint, loaded, run_dir, &report);
   if (weights.empty()) {
     return report.fail("no_checkpoint",
-                       "no weights to export: " + weightsSearched(options.spec_path, run_dir), kExitBadData);
+                       "no weights to export: " + weightsSearched(options.spec_path, run_dir),
+                       kExitBadData);
   }
+  // The model with its weights, loaded again for each backend of the parity check.
+  const auto make_model = [&]() {
+    return loadModel(modelOptionsFromSpec(s, loaded.resolved), weights,
+                     s.skip_checkpoint_variables());
+  };
   const fs::path out_dir =
       ex.output_dir.empty() ? defaultExportDir(run_dir, weights) : ex.output_dir;
   {
