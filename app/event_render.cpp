@@ -6,6 +6,8 @@
 #include <sstream>
 #include <vector>
 
+#include "weights/download.h"
+
 namespace mrcnn::app {
 namespace {
 
@@ -106,6 +108,7 @@ std::string EventRenderer::render(const events::Event& e) {
     bar_ = bar(e);
     return out + bar_;
   }
+  if (type == "download") return download(e);
   if (type == "eval") return printLine(evalTable(e));
   if (type == "checkpoint") {
     last_checkpoint_ = e.path();
@@ -198,6 +201,19 @@ std::string EventRenderer::progressLine(const events::Event& e) const {
   return e.has_losses() ? text + "  " + lossLine(e) : text;
 }
 
+namespace {
+
+// "[#####.....]": `fraction` (clamped to 0..1) of at most 40 cells, in `room` columns.
+std::string cellBar(double fraction, int room) {
+  const int cells = std::min(room, 40);
+  const double done = std::clamp(fraction, 0.0, 1.0);
+  const int filled = static_cast<int>(std::floor(done * cells));
+  return "[" + std::string(static_cast<size_t>(filled), '#') +
+         std::string(static_cast<size_t>(cells - filled), '.') + "]";
+}
+
+}  // namespace
+
 std::string EventRenderer::lossLine(const events::Event& e) const {
   const events::Losses& l = e.losses();
   std::string text;
@@ -228,12 +244,40 @@ std::string EventRenderer::bar(const events::Event& e) const {
   const int room = options_.width - 1 - static_cast<int>(left.size() + right.size()) - 4;
   if (total_steps_ == 0 || room < 10)
     return (left + " " + right).substr(0, static_cast<size_t>(options_.width - 1));
-  const int cells = std::min(room, 40);
-  const double done =
-      std::min(1.0, static_cast<double>(e.step()) / static_cast<double>(total_steps_));
-  const int filled = static_cast<int>(std::floor(done * cells));
-  return left + " [" + std::string(static_cast<size_t>(filled), '#') +
-         std::string(static_cast<size_t>(cells - filled), '.') + "] " + right;
+  return left + " " +
+         cellBar(static_cast<double>(e.step()) / static_cast<double>(total_steps_), room) + " " +
+         right;
+}
+
+std::string EventRenderer::download(const events::Event& e) {
+  const events::Download& d = e.download();
+  weights::DownloadProgress p;
+  p.bytes = d.bytes();
+  p.total = d.total_bytes();
+  p.bytes_per_second = d.bytes_per_second();
+  p.eta_seconds = d.eta_seconds();
+  p.done = d.done();
+  const std::string left = "downloading " + d.name();
+  const std::string right = weights::progressText(p);
+  if (!options_.tty) {
+    // A line at the first report, every 5 s of the download and at its end: a log file gets
+    // the story, not a line for each of the events.
+    if (!d.done() && last_download_line_ && e.time() - *last_download_line_ < 5) return {};
+    last_download_line_ = d.done() ? std::optional<double>() : std::optional<double>(e.time());
+    return left + ": " + right + "\n";
+  }
+  const int room = options_.width - 1 - static_cast<int>(left.size() + right.size()) - 4;
+  std::string line = left + " ";
+  if (p.total > 0 && room >= 10)
+    line += cellBar(static_cast<double>(p.bytes) / static_cast<double>(p.total), room) + " ";
+  line = (line + right).substr(0, static_cast<size_t>(options_.width - 1));
+  if (d.done()) {
+    // Committed: the task's own bar comes below it.
+    bar_.clear();
+    return kClearLine + line + "\n";
+  }
+  bar_ = line;
+  return kClearLine + bar_;
 }
 
 std::string EventRenderer::evalTable(const events::Event& e) {

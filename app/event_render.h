@@ -7,7 +7,8 @@
 // of the loss components at the first training progress event and then each time the step
 // passes a multiple of `loss_every_steps` (the spec's report_frequency);
 // evaluation tables (the 12 COCO stats by name, bbox beside segm, then AP per category);
-// checkpoints, warnings, errors; a final summary. Other text is printed above the bar.
+// checkpoints, warnings, errors; a weights download's bar (bytes, rate, time left) until it
+// is done; a final summary. Other text is printed above the bar.
 // Not on a terminal: the same as plain lines, one per progress event, no control codes.
 //
 // Pure text in, text out (no I/O), so that tests can feed it lines.
@@ -51,6 +52,8 @@ class EventRenderer {
   std::string progressLine(const events::Event& e) const;
   std::string lossLine(const events::Event& e) const;
   std::string bar(const events::Event& e) const;
+  // A weights download: its own bar (tty) until it is done; lines every few seconds otherwise.
+  std::string download(const events::Event& e);
   std::string evalTable(const events::Event& e);
   std::string summary(const std::string& status, double elapsed) const;
   // Text printed above the bar (tty): clears the bar line, writes, redraws the bar.
@@ -76,6 +79,7 @@ class EventRenderer {
   bool done_ = false;
   std::optional<std::pair<double, uint64_t>> best_bbox_, best_segm_;  // AP and its step
   std::string last_checkpoint_;
+  std::optional<double> last_download_line_;  // event time of the last download line (no tty)
 };
 
 }  // namespace mrcnn::app

@@ -51,6 +51,13 @@ constexpr const char* kUsage =
     "                    [--seed N] [--labels FILE] [--copy-images]\n"
     "                    (another tool's data set into COCO json, one file a split, and\n"
     "                    import_report.json; the format is detected when not given)\n"
+    "       mrcnn-engine --task label_check --annotations GT.json --results DT.json\n"
+    "                    [--output-dir DIR] [--score-threshold S] [--top N]\n"
+    "       mrcnn-engine --spec SPEC --task label_check [--split train|val]\n"
+    "                    [--annotations GT.json --image-dir DIR] [--checkpoint FILE]\n"
+    "                    [--output-dir DIR] [--score-threshold S] [--top N]\n"
+    "                    (likely label mistakes from a model's detections: mistakes.json,\n"
+    "                    default DIR: RUN_DIR/label_check, or beside GT.json on files)\n"
     "       mrcnn-engine --spec SPEC --task benchmark [--mode train|inference] [--steps N]\n"
     "                    [--profile]\n"
     "                    (synthetic batches of the spec's image size and model; --profile: one\n"
@@ -58,7 +65,7 @@ constexpr const char* kUsage =
     "data-parallel: started by torchrun, SLURM or mrcnn-workbench --nproc-per-node, the\n"
     "engine joins their process group (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT)\n"
     "tasks: train (default), validate, evaluate, inference, dataset_convert, dataset_import,\n"
-    "       dataset_stats, benchmark, export, prune\n";
+    "       dataset_stats, label_check, benchmark, export, prune\n";
 
 // Options that take a value; --set may be repeated.
 const std::set<std::string> kValueOptions = {"--spec",
@@ -94,7 +101,9 @@ const std::set<std::string> kValueOptions = {"--spec",
                                              "--input",
                                              "--split",
                                              "--seed",
-                                             "--labels"};
+                                             "--labels",
+                                             "--score-threshold",
+                                             "--top"};
 // Options without a value.
 const std::set<std::string> kFlags = {"--gen-ds-config", "--profile", "--copy-images"};
 
@@ -162,6 +171,64 @@ std::optional<PruneTaskOptions> pruneOptions(const std::map<std::string, std::st
     std::istringstream names(get("--excluded-layers"));
     for (std::string name; std::getline(names, name, ',');)
       if (!name.empty()) o.rules.excluded_layers.push_back(name);
+  }
+  return o;
+}
+
+// The label check's options; nullopt after saying what is wrong.
+std::optional<LabelCheckOptions> labelCheckOptions(const std::map<std::string, std::string>& values,
+                                                   std::ostream& err) {
+  const auto has = [&](const char* key) { return values.count(key) > 0; };
+  const auto get = [&](const char* key) { return values.at(key); };
+  LabelCheckOptions o;
+  if (has("--annotations")) o.annotations = get("--annotations");
+  if (has("--results")) o.results = get("--results");
+  if (has("--image-dir")) o.image_dir = get("--image-dir");
+  if (has("--output-dir")) o.output_dir = get("--output-dir");
+  const bool spec = has("--spec");
+  if (!spec && (o.annotations.empty() || o.results.empty())) {
+    err << "mrcnn-engine: label_check needs --annotations and --results (a results file), or "
+           "--spec (the spec's model runs first)\n";
+    return std::nullopt;
+  }
+  if (spec && has("--results")) {
+    err << "mrcnn-engine: label_check takes --results only without --spec (with a spec the "
+           "model makes the detections)\n";
+    return std::nullopt;
+  }
+  if (spec && o.annotations.empty() != o.image_dir.empty()) {
+    err << "mrcnn-engine: label_check with --spec takes --annotations and --image-dir together "
+           "(or neither: the spec's --split)\n";
+    return std::nullopt;
+  }
+  if (has("--split")) {
+    o.split = get("--split");
+    if ((o.split != "train" && o.split != "val") || !spec || !o.annotations.empty()) {
+      err << "mrcnn-engine: --split " << o.split
+          << ": label_check takes --split train or val, with --spec and without --annotations\n";
+      return std::nullopt;
+    }
+  }
+  if (has("--score-threshold")) {
+    try {
+      size_t used = 0;
+      o.score_threshold = std::stod(get("--score-threshold"), &used);
+      if (used != get("--score-threshold").size() || !(o.score_threshold > 0) ||
+          o.score_threshold > 1)
+        throw std::invalid_argument("range");
+    } catch (const std::exception&) {
+      err << "mrcnn-engine: --score-threshold " << get("--score-threshold")
+          << ": a score in (0, 1]\n";
+      return std::nullopt;
+    }
+  }
+  if (has("--top")) {
+    const std::optional<int64_t> top = wholeNumber(get("--top"), 0);
+    if (!top) {
+      err << "mrcnn-engine: --top " << get("--top") << ": a whole number\n";
+      return std::nullopt;
+    }
+    o.top = static_cast<size_t>(*top);
   }
   return o;
 }
@@ -248,6 +315,12 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
     options.copy_images = values.count("--copy-images") > 0;
     return runDatasetImport(options, out, err);
   }
+  std::optional<LabelCheckOptions> label_check;
+  if (task == "label_check") {
+    label_check = labelCheckOptions(values, err);
+    if (!label_check) return kExitUsage;
+    if (!values.count("--spec")) return runLabelCheckFiles(*label_check, out, err);
+  }
   if (task == "dataset_stats" && !values.count("--spec")) {
     if (annotations.empty()) {
       err << "mrcnn-engine: dataset_stats needs --spec or --annotations FILE.json\n" << kUsage;
@@ -320,6 +393,7 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
   }
   if (task == "validate") return runValidate(options, out, err);
   if (task == "dataset_stats") return runDatasetStats(options, out, err);
+  if (task == "label_check") return runLabelCheck(options, *label_check, out, err);
   if (task == "train") return runTrain(options, out, err);
   // The backend of inference and evaluate (the model, or OpenVINO on an exported ONNX).
   const std::string backend = values.count("--backend") ? get("--backend") : "libtorch";

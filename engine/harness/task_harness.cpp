@@ -100,6 +100,16 @@ int runTask(const TaskEntry& entry, const TaskOptions& options, std::ostream& ou
       }
       writer_options.events_file = run_dir / "events.jsonl";
     }
+    if (entry.events_dir) {
+      const fs::path dir = entry.events_dir(run_dir);
+      std::error_code ec;
+      fs::create_directories(dir, ec);
+      if (ec) {
+        err << "error: " << dir.string() << ": cannot create the folder: " << ec.message() << '\n';
+        return kExitBadData;
+      }
+      writer_options.events_file = dir / "events.jsonl";
+    }
     try {
       events = std::make_unique<train::EventWriter>(writer_options);
     } catch (const std::exception& e) {

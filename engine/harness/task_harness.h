@@ -84,6 +84,12 @@ struct TaskEntry {
     configure_events = std::move(configure);
     return *this;
   }
+  // A folder of the task's own for events.jsonl and log.txt, given the run directory (empty
+  // for a task on files): the task's output folder (label_check) rather than the run's.
+  TaskEntry& eventsDir(std::function<std::filesystem::path(const std::filesystem::path& run_dir)> dir) {
+    events_dir = std::move(dir);
+    return *this;
+  }
   // The error event's code of an unexpected failure (default "<task>_failed").
   TaskEntry& failureCode(std::string code) {
     failure_code = std::move(code);
@@ -97,6 +103,7 @@ struct TaskEntry {
   bool events = true;
   bool graceful_stop = false;
   std::function<void(train::EventWriterOptions&, bool& owns_run_dir)> configure_events;
+  std::function<std::filesystem::path(const std::filesystem::path& run_dir)> events_dir;
   std::string failure_code;
 };
 

@@ -19,16 +19,32 @@ fs::path resolved(const std::string& field, const fs::path& base, TaskReport* re
   } catch (const weights::WeightsError& e) {
     throw TaskFailure("weights_unavailable", e.what(), kExitBadData);
   }
-  // A line every few seconds: the log is read by people, not plotted.
-  options.download.progress_interval_s = 5;
   bool announced = false;
   if (report) {
+    // With events: a download event a few times a second (the headless bar and the GUI's
+    // status line draw it). Without: a line every few seconds, read by people.
+    options.download.progress_interval_s = report->events() ? 0.5 : 5;
     options.download.progress = [&](const weights::DownloadProgress& p) {
+      const std::string cache = weights::weightsCacheDir().string();
       if (!announced) {
-        report->log("downloading " + field + " into " + weights::weightsCacheDir().string());
+        report->log("downloading " + field + " into " + cache);
         announced = true;
       }
-      report->log(field + ": " + weights::progressText(p));
+      if (!report->events()) {
+        report->log(field + ": " + weights::progressText(p));
+        return;
+      }
+      events::Event e;
+      e.set_type("download");
+      events::Download* d = e.mutable_download();
+      d->set_name(field);
+      d->set_cache_dir(cache);
+      d->set_bytes(p.bytes);
+      d->set_total_bytes(p.total);
+      d->set_bytes_per_second(p.bytes_per_second);
+      d->set_eta_seconds(p.eta_seconds);
+      d->set_done(p.done);
+      report->write(std::move(e));
     };
   }
   try {

@@ -57,13 +57,14 @@ class ResultWriter {
  public:
   ResultWriter(io::JsonWriter& json, const std::vector<Category>& categories,
                const std::map<std::string, int64_t>& image_ids, fs::path out_dir,
-               double overlay_threshold, const eval::ClassThresholds& thresholds)
+               double overlay_threshold, const eval::ClassThresholds& thresholds, bool overlays)
       : json_(json),
         categories_(categories),
         image_ids_(image_ids),
         out_dir_(std::move(out_dir)),
         overlay_threshold_(overlay_threshold),
-        thresholds_(thresholds) {
+        thresholds_(thresholds),
+        overlays_(overlays) {
     for (const Category& c : categories_)
       category_ids_.push_back(c.id);
   }
@@ -115,6 +116,7 @@ class ResultWriter {
                            has_threshold ? static_cast<float>(threshold->second) : -1.0f});
       }
     }
+    if (!overlays_) return 0;
     cv::Mat drawn = image.original.clone();
     drawOverlay(drawn, overlay);
     std::vector<uint8_t> png;
@@ -143,6 +145,7 @@ class ResultWriter {
   fs::path out_dir_;
   double overlay_threshold_;
   const eval::ClassThresholds& thresholds_;
+  bool overlays_;
   std::vector<int64_t> category_ids_;
   int64_t next_id_ = 1;
   int64_t detections_ = 0;
@@ -179,19 +182,25 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
   std::vector<fs::path> images;
   // The spec's validation images are those its json lists (an imported data set references
   // its images where they are, not in val_image_dir); without a json, the folder's images.
-  const bool from_json = from_spec && !data->val_json.empty();
+  const bool from_json = (from_spec && !data->val_json.empty()) || !inference.image_list.empty();
+  // A listed image's id is the json's (the results then belong to that data set).
+  std::map<std::string, int64_t> listed_ids;
   try {
     if (from_json) {
-      const dataset::CocoDataset val = dataset::loadCoco(data->val_json);
-      for (const dataset::CocoImage& image : val.images())
+      const dataset::CocoDataset list =
+          dataset::loadCoco(inference.image_list.empty() ? data->val_json : inference.image_list);
+      for (const dataset::CocoImage& image : list.images()) {
         images.push_back(source / fs::path(image.file_name));
+        listed_ids[fs::path(image.file_name).generic_string()] = image.id;
+      }
     } else {
       images = listImages(source);
     }
   } catch (const std::exception& e) {
     return report.fail(
         "bad_images",
-        std::string(from_json   ? "data_config.val_json_file: "
+        std::string(!inference.image_list.empty() ? inference.image_list.string() + ": "
+                    : from_json                   ? "data_config.val_json_file: "
                     : from_spec ? "data_config.val_image_dir: "
                                 : "--images: ") +
             e.what(),
@@ -245,6 +254,7 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
   } catch (const std::exception& e) {
     return report.fail("bad_dataset", std::string("categories: ") + e.what(), kExitBadData);
   }
+  if (!inference.image_list.empty()) image_ids = std::move(listed_ids);
   if (!inference.thresholds.empty()) {
     std::string listed;
     for (const auto& [id, score] : thresholds.score) {
@@ -288,8 +298,8 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
   std::ostringstream results;
   io::JsonWriter json(results);
   json.beginArray();
-  ResultWriter writer{json,      categories, image_ids, out_dir, inference.overlay_threshold,
-                      thresholds};
+  ResultWriter writer{json,       categories, image_ids,         out_dir,
+                      inference.overlay_threshold, thresholds, inference.overlays};
   const size_t batch_size = std::max<uint32_t>(1, s.eval_batch_size());
   const auto started = std::chrono::steady_clock::now();
   const auto seconds = [&] {

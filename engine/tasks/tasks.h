@@ -24,6 +24,10 @@ struct InferenceOptions {
   // An image file or a folder of images; empty: the spec's validation images
   // (data_config.val_image_dir, or the shapes dataset's generated val split).
   std::filesystem::path images;
+  // A COCO json whose images (under `images`, a folder) are the input, each result with the
+  // json's image id: a data set's split run as it is listed. Empty: the files of `images`.
+  std::filesystem::path image_list;
+  bool overlays = true;  // an overlay image per input (false: results.json only)
   std::filesystem::path out;       // empty: <run dir>/inference
   double overlay_threshold = 0.5;  // detections drawn on the overlays score at least this
   // Per-class score thresholds (eval/class_thresholds.h): detections of a class listed there
@@ -122,6 +126,25 @@ struct DatasetImportOptions {
 // stdout: start, progress, a warning per kind of problem, the summary, done. Input that cannot
 // be imported writes nothing and exits kExitBadData; a non-empty output folder too.
 int runDatasetImport(const DatasetImportOptions& options, std::ostream& out, std::ostream& err);
+
+// The label check's command line (review/mistake_finder.h).
+struct LabelCheckOptions {
+  std::filesystem::path annotations;  // file mode: the annotations; spec mode: instead of a split
+  std::filesystem::path results;      // file mode: COCO results on those annotations' images
+  std::filesystem::path image_dir;    // spec mode with --annotations: where its images are
+  std::string split = "val";          // spec mode: train or val
+  std::filesystem::path output_dir;   // empty: <run dir>/label_check, or beside the annotations
+  double score_threshold = 0.5;       // a detection this sure is evidence on its own
+  size_t top = 20;                    // entries printed
+};
+
+// Likely label mistakes of annotations from a results file (no model): mistakes.json and
+// events (events.jsonl) into output_dir, the first `top` printed.
+int runLabelCheckFiles(const LabelCheckOptions& options, std::ostream& out, std::ostream& err);
+// The same with the spec's model and weights (as runInference picks them) run first on the
+// split's images (or --annotations with --image-dir); its results in <output dir>/inference.
+int runLabelCheck(const TaskOptions& options, const LabelCheckOptions& check, std::ostream& out,
+                  std::ostream& err);
 
 struct BenchmarkOptions {
   std::string mode = "train";  // train or inference

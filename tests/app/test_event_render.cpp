@@ -233,6 +233,42 @@ class EventRenderTest : public QObject {
     QCOMPARE(r.finish(0), std::string());
   }
 
+  void aWeightsDownloadHasItsOwnBarThenGivesWayToTheTasks() {
+    const auto download = [](double time, uint64_t bytes, bool done) {
+      std::string line = "{\"v\":1,\"type\":\"download\",\"time\":" + std::to_string(time);
+      line += ",\"download\":{\"name\":\"torchvision:resnet50\",\"cacheDir\":\"/c\",";
+      line += "\"bytes\":\"" + std::to_string(bytes) + "\",\"totalBytes\":\"100000000\",";
+      line += "\"bytesPerSecond\":5000000,\"etaSeconds\":" +
+              std::to_string((100000000 - bytes) / 5000000);
+      return line + (done ? ",\"done\":true}}" : "}}");
+    };
+    mrcnn::app::EventRenderer tty({/*tty=*/true, 100, 10});
+    tty.line(startLine());
+    const std::string quarter = tty.line(download(1001, 25000000, false));
+    QVERIFY2(quarter == "\r\033[Kdownloading torchvision:resnet50 [" + std::string(4, '#') +
+                            std::string(13, '.') +
+                            "] 25.0 MB of 100.0 MB, 5.0 MB/s, 15 s left",
+             quarter.c_str());
+    // Text goes above the download's bar, as above the task's.
+    QVERIFY(tty.line("a line").ends_with("25.0 MB of 100.0 MB, 5.0 MB/s, 15 s left"));
+    // Done commits the line; the training bar then starts on a line of its own.
+    const std::string done = tty.line(download(1020, 100000000, true));
+    QVERIFY2(done.ends_with("100.0 MB, 5.0 MB/s, done\n"), done.c_str());
+    QVERIFY(tty.line(progressLine(20, 1.5, 1030)).ends_with("loss 1.5000"));
+    QVERIFY(tty.line("after").find("downloading") == std::string::npos);
+
+    // Off a terminal: the first report, then a line each 5 s of the download, and the end.
+    mrcnn::app::EventRenderer plain({/*tty=*/false, 100, 10});
+    std::string out;
+    for (int i = 0; i < 10; ++i)
+      out += plain.line(download(1000 + i, static_cast<uint64_t>(i) * 10000000, false));
+    out += plain.line(download(1010, 100000000, true));
+    QVERIFY2(out == "downloading torchvision:resnet50: 0 bytes of 100.0 MB, 5.0 MB/s, 20 s left\n"
+                    "downloading torchvision:resnet50: 50.0 MB of 100.0 MB, 5.0 MB/s, 10 s left\n"
+                    "downloading torchvision:resnet50: 100.0 MB, 5.0 MB/s, done\n",
+             out.c_str());
+  }
+
   void aLogEventsTrailingNewlineIsNotAnEmptyLine() {
     mrcnn::app::EventRenderer r({/*tty=*/false, 100, 10});
     QCOMPARE(r.line(R"({"v":1,"type":"log","text":"dataset ready\n"})"),

@@ -173,6 +173,51 @@ class HeadlessInferenceTest : public QObject, mrcnn::testing::TrainedRunFixture 
              qPrintable(usage.err));
   }
 
+  // label_check from the spec: the model runs on the split's images (no overlays), and the
+  // finder on its results; mistakes.json and the events in <run>/label_check, image ids the
+  // split's own.
+  void labelCheckRunsTheSpecsModelOnASplit() {
+    const TrainedRun& t = trained();
+    QVERIFY2(t.first.code == 0, qPrintable(t.first.err));
+    for (const QString split : {"val", "train"}) {
+      const QString out = t.dir.filePath("check-" + split);
+      const Run r = engine(engineArgs({"--task", "label_check", "--split", split, "--output-dir",
+                                       out, "--score-threshold", "0.05"}));
+      QVERIFY2(r.code == 0, qPrintable(r.out + r.err));
+      QString bad;
+      const auto events = eventsOf(r.out.toUtf8(), &bad);
+      QVERIFY2(bad.isEmpty(), qPrintable(bad));
+      QCOMPARE(QString::fromStdString(events.front().task()), QString("label_check"));
+      QCOMPARE(QString::fromStdString(events.back().status()), QString("ok"));
+      QCOMPARE(eventsOf(readFile(out + "/events.jsonl"), &bad).size(), events.size());
+      const QJsonObject mistakes = QJsonDocument::fromJson(readFile(out + "/mistakes.json")).object();
+      QVERIFY(mistakes["results"].isNull());  // the model ran inside the check
+      const QString annotations = mistakes["annotations"].toString();
+      QVERIFY2(annotations.endsWith("annotations/" + split + ".json") ||
+                   annotations.contains(split),
+               qPrintable(annotations));
+      // The results are on the split's images, by their ids; no overlay was drawn.
+      QSet<int> ids;
+      for (const QJsonValue& image :
+           QJsonDocument::fromJson(readFile(annotations)).object()["images"].toArray())
+        ids.insert(image["id"].toInt());
+      QCOMPARE(ids.size(), split == "val" ? 3 : 6);
+      const QJsonArray results =
+          QJsonDocument::fromJson(readFile(out + "/inference/results.json")).array();
+      for (const QJsonValue& v : results) QVERIFY(ids.contains(v["image_id"].toInt()));
+      QVERIFY(QDir(out + "/inference").entryList({"*.png"}, QDir::Files).isEmpty());
+      for (const QJsonValue& m : mistakes["mistakes"].toArray()) {
+        QVERIFY(ids.contains(m["image_id"].toInt()));
+        QVERIFY(m["score"].toDouble() > 0 && m["score"].toDouble() <= 1);
+      }
+    }
+    // --split with --annotations is refused by name.
+    const Run usage = engine(engineArgs({"--task", "label_check", "--split", "val",
+                                         "--annotations", "a.json", "--image-dir", "."}));
+    QCOMPARE(usage.code, 2);
+    QVERIFY2(usage.err.contains("--split"), qPrintable(usage.err));
+  }
+
   // --thresholds: per class, only detections at or above the class's threshold are kept
   // (results and overlays), each with the threshold in force; classes without one keep all;
   // a metrics file's F1-best section is read as well; a bad file is named with its place.

@@ -7,6 +7,7 @@
 // torchvision's resnet18 with seeded weights, written by the oracle.
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -112,6 +113,18 @@ class TestWeightsByName : public QObject {
     const QString cached =
         dir_.filePath("cache/mrcnn-workbench/weights/resnet18-" + prefix_ + ".pth");
     QVERIFY2(QFile::exists(cached), qPrintable(cached));
+    // The download as events (the headless bar and the GUI's status line draw them): the
+    // last one says done with every byte of the file.
+    const QString bytes = QString::number(QFileInfo(cached).size());
+    bool done_event = false;
+    for (const QString& line : first.out.split('\n')) {
+      if (!line.contains("\"type\":\"download\"")) continue;
+      QVERIFY2(line.contains("\"name\":\"torchvision:resnet18\""), qPrintable(line));
+      done_event = line.contains("\"done\":true") &&
+                   line.contains("\"bytes\":\"" + bytes + "\"") &&
+                   line.contains("\"totalBytes\":\"" + bytes + "\"");
+    }
+    QVERIFY2(done_event, qPrintable(first.out.left(3000)));
 
     // Another run from the same name: the cache has it, no request is made.
     const Run second = train(dir_.filePath("run2"), file);

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "specs/events.h"
+#include "weights/download.h"
 
 namespace mrcnn::ui {
 namespace {
@@ -175,6 +176,8 @@ void RunModel::addEvent(const events::Event& e) {
   ++event_count_;
   const QString type = QString::fromStdString(e.type());
   const auto text = [](const std::string& s) { return QString::fromStdString(s); };
+  // A download is shown until it ends or the task moves on.
+  if (type != QLatin1String("download") && type != QLatin1String("log")) download_.clear();
 
   if (type == "start") {
     // A new start (a resumed run) begins a new leg: what it repeats after its checkpoint goes.
@@ -291,6 +294,18 @@ void RunModel::addEvent(const events::Event& e) {
     eta_seconds_ = -1;
     log_.append(QStringLiteral("done: %1%2")
                     .arg(done_status_, summary_.isEmpty() ? QString() : " — " + summary_));
+  } else if (type == "download") {
+    const events::Download& d = e.download();
+    weights::DownloadProgress p;
+    p.bytes = d.bytes();
+    p.total = d.total_bytes();
+    p.bytes_per_second = d.bytes_per_second();
+    p.eta_seconds = d.eta_seconds();
+    p.done = d.done();
+    const QString line = QStringLiteral("Downloading %1: %2")
+                             .arg(text(d.name()), text(weights::progressText(p)));
+    download_ = d.done() ? QString() : line;
+    if (d.done()) log_.append(line);
   } else if (type == "log") {
     // The engine's free text may end in a newline of its own; the log adds one per entry.
     QString t = text(e.text());
@@ -476,12 +491,13 @@ QString RunModel::statusLine() const {
     case RunStatus::Stopping:
       return QStringLiteral("Stopping: the engine finishes its step and writes a checkpoint…");
     case RunStatus::Running:
+      if (!download_.isEmpty()) return download_;
       return followed_
                  ? QStringLiteral("Running %1 on %2, started elsewhere: following its events.jsonl")
                        .arg(task_, device_)
                  : QStringLiteral("Running %1 on %2").arg(task_, device_);
     case RunStatus::NotStarted:
-      return QStringLiteral("Starting the engine…");
+      return download_.isEmpty() ? QStringLiteral("Starting the engine…") : download_;
   }
   return {};
 }

@@ -138,8 +138,11 @@ class RunModel {
   // Checkpoints, the last evaluation and the engine's warnings in one line ("" when none).
   QString detailsLine() const;
 
-  // One line a human reads about how the run ended or where it is.
+  // One line a human reads about how the run ended or where it is (a weights download while
+  // one is under way: "Downloading torchvision:resnet50: 25.0 MB of 100.0 MB, ...").
   QString statusLine() const;
+  // The weights download under way ("" when none).
+  QString download() const { return download_; }
 
  private:
   void addPoint(const QString& key, double step, double value);
@@ -169,6 +172,7 @@ class RunModel {
   double last_eval_step_ = -1, last_bbox_ap_ = -1, last_segm_ap_ = -1;
   bool cut_short_ = false;
   bool followed_ = false;
+  QString download_;
 };
 
 struct RunModel::Loaded {

@@ -199,6 +199,30 @@ class RunMonitorTest : public QObject {
     QVERIFY(m.log().join('\n').contains("eval at step 20: bbox AP 0.3100"));
   }
 
+  // A weights download (checkpoint "torchvision:NAME") shows in the status line while it runs
+  // and leaves one line in the log; the task's own progress then takes the line back.
+  void aWeightsDownloadShowsInTheStatusLine() {
+    RunModel m;
+    m.addLine(J("{'v':1,'type':'start','time':100,'task':'train','device':'cpu','totalSteps':40}"));
+    m.addLine(J("{'v':1,'type':'download','time':101,'download':{'name':'torchvision:resnet50',"
+                "'bytes':25000000,'totalBytes':100000000,'bytesPerSecond':5000000,"
+                "'etaSeconds':15}}"));
+    QCOMPARE(m.statusLine(), QString("Downloading torchvision:resnet50: 25.0 MB of 100.0 MB, "
+                                     "5.0 MB/s, 15 s left"));
+    QVERIFY(!m.series("loss_total"));  // not a training step
+    QCOMPARE(m.step(), 0.0);
+    m.addLine(J("{'v':1,'type':'download','time':116,'download':{'name':'torchvision:resnet50',"
+                "'bytes':100000000,'totalBytes':100000000,'bytesPerSecond':5000000,"
+                "'done':true}}"));
+    QCOMPARE(m.statusLine(), QString("Running train on cpu"));
+    QVERIFY(m.log().contains("Downloading torchvision:resnet50: 100.0 MB, 5.0 MB/s, done"));
+    m.addLine(J("{'v':1,'type':'download','time':117,'download':{'name':'torchvision:x',"
+                "'bytes':1000}}"));
+    QVERIFY(m.statusLine().startsWith("Downloading torchvision:x: 1.0 kB"));
+    m.addLine(J("{'v':1,'type':'progress','time':120,'step':1,'losses':{'total':1}}"));
+    QCOMPARE(m.statusLine(), QString("Running train on cpu"));
+  }
+
   // Guards against a torn or foreign line taking the monitor down or corrupting a run.
   void garbageLinesGiveWarnings() {
     RunModel m;

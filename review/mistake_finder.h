@@ -1,0 +1,93 @@
+// Likely label mistakes from a model's detections: where the annotations and confident
+// detections disagree in a way that a careful model rarely does, ranked on one score (0..1)
+// that a reviewer walks down whatever the kind. No Torch, no Qt: the label_check task writes
+// what it finds (mistakes_json.h) and the GUI's review reads it.
+//
+// The overlap of an annotation and a detection is the smaller of their box IoU and (when both
+// have masks) mask IoU: a box moved off its object and a polygon coarsened inside its box
+// both lower it. Per image, detections (highest score first) are matched to unmatched
+// annotations of their class as COCO's evaluation matches them (overlap >= match_iou). Then:
+//  - missing: a confident detection left unmatched, not near an unmatched annotation of its
+//    class, overlapping no annotation of any class by match_iou and inside no crowd region.
+//    score = confidence x (1 - the best overlap with any annotation).
+//  - wrong_class: an annotation under a confident detection of another class (overlap >=
+//    match_iou) scoring above every detection of its own class there.
+//    score = other class's confidence x (1 - own class's best confidence there).
+//  - localization: an annotation whose detection of its class overlaps it less than the
+//    model's typical overlap (the median over this data's confident matches, so a coarse
+//    model does not flag everything): matched with a low overlap, or an unmatched confident
+//    detection of its class overlapping it by at least localization_floor.
+//    score = confidence x (typical - overlap) / (typical - localization_floor), clipped.
+//  - spurious: an annotation no confident detection supports: support = the best confidence
+//    x (overlap rising linearly from localization_floor to match_iou) over detections of any
+//    class, below `confident`; score = 1 - support.
+//  - duplicate: two annotations of one class overlapping by more than duplicate_iou; the
+//    later (by id) is the one flagged, score = their overlap.
+// Crowd annotations are never flagged and detections inside one are not missing.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dataset/mask/rle.h"
+#include "eval/coco_eval.h"
+
+namespace mrcnn::review {
+
+enum class MistakeKind { kMissing, kWrongClass, kLocalization, kSpurious, kDuplicate };
+
+// "missing", "wrong_class", "localization", "spurious", "duplicate".
+const char* kindName(MistakeKind kind);
+std::optional<MistakeKind> kindFromName(const std::string& name);
+
+// What to change: the category and geometry the annotation should have (a missing one:
+// the instance to add). No mask: keep the annotation's segmentation (a class change).
+struct Suggestion {
+  int64_t category_id = 0;
+  dataset::Box bbox{};  // x, y, w, h
+  std::optional<dataset::Rle> mask;
+};
+
+struct Mistake {
+  int64_t image_id = 0;
+  std::optional<int64_t> annotation_id;  // none for a missing annotation
+  MistakeKind kind = MistakeKind::kMissing;
+  double score = 0;                      // 0..1, comparable across kinds
+  std::optional<Suggestion> suggestion;  // none: delete the annotation (spurious, duplicate)
+  std::string detail;                    // one sentence, the numbers behind the score
+};
+
+struct FinderOptions {
+  double confident = 0.5;           // a detection at least this sure is evidence on its own
+  double match_iou = 0.5;           // an annotation and a detection of one object
+  double localization_floor = 0.25; // below this overlap two shapes are not one object
+  double duplicate_iou = 0.9;
+  double min_score = 0.1;           // weaker findings are not listed
+};
+
+// The data checked: annotations as eval::groundTruthSet gives them (masks when `masks`),
+// detections as eval::loadResults gives them (masks when `masks`), both on `image_ids`.
+struct FinderInput {
+  std::vector<int64_t> image_ids;
+  std::vector<eval::GroundTruth> annotations;
+  std::vector<eval::Detection> detections;
+  bool masks = false;
+  // Category names by id, for the details ("a dog detection (0.93) ...").
+  std::vector<std::pair<int64_t, std::string>> category_names;
+};
+
+struct FinderResult {
+  std::vector<Mistake> mistakes;  // by score, highest first (ties: image, annotation id)
+  double typical_overlap = 0;     // the median overlap of the confident matches
+  size_t confident_matches = 0;
+};
+
+FinderResult findMistakes(const FinderInput& input, const FinderOptions& options = {});
+
+// An image's score: its highest mistake's, 0 when it has none (image-level ranking).
+std::vector<std::pair<int64_t, double>> imageScores(const FinderResult& result,
+                                                    const std::vector<int64_t>& image_ids);
+
+}  // namespace mrcnn::review

@@ -1,0 +1,388 @@
+#!/usr/bin/env python3
+"""The label check (mrcnn-engine --task label_check) against cleanlab's object-detection label
+issues on the same predictions, and prints the table of docs/BENCHMARKS.md ("Label mistakes").
+
+A trained shapes model (specs/shapes_resnet18.txt; --checkpoint, or trained here first with
+the spec's schedule, about 20 minutes on 2 cores) predicts on a held-out shapes set of
+--images images. Into a copy of its annotations the script plants, seeded, one mistake in each
+of --share of the images, the kind drawn in turn:
+  missing     an annotation deleted
+  wrong_class its class changed to another
+  shift       box and mask moved by 20-40% of the box's size
+  coarse      the mask replaced by its box (a coarse polygon) or eroded by 25% of its size
+  spurious    a box added on the background, where no object is
+  duplicate   an annotation copied
+Both tools then see the planted annotations and the same predictions: ours through
+`--task label_check --spec ... --annotations planted.json` (which runs the model on those
+images; its results.json is what cleanlab gets), cleanlab through
+cleanlab.object_detection.rank (get_label_quality_scores for images; overlooked, swap and
+badloc box scores for single annotations). Reported per planted kind and overall:
+image-level AUROC (images with that kind against images with none) and annotation-level
+precision at K (K = how many of that kind were planted; our entries of the matching kind,
+cleanlab's matching box scores: missing-overlooked, wrong_class-swap, the rest-badloc).
+
+  scripts/bench_label_check.py [--checkpoint CKPT] [--images 300] [--share 0.3] [--seed 0]
+
+cleanlab runs from its own venv ($MRCNN_VENV/cleanlab, made here on first use from
+scripts/python-requirements-cleanlab.txt); pycocotools from the project's .venv.
+"""
+
+import argparse
+import glob
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+
+import numpy as np
+from pycocotools import mask as mask_utils
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SPEC = os.path.join(ROOT, "specs", "shapes_resnet18.txt")
+KINDS = ["missing", "wrong_class", "shift", "coarse", "spurious", "duplicate"]
+OURS_KIND = {"missing": "missing", "wrong_class": "wrong_class", "shift": "localization",
+             "coarse": "localization", "spurious": "spurious", "duplicate": "duplicate"}
+CLEANLAB_KIND = {"missing": "overlooked", "wrong_class": "swap", "shift": "badloc",
+                 "coarse": "badloc", "spurious": "badloc", "duplicate": "badloc"}
+
+
+def venv_python(name):
+    venv = os.environ.get("MRCNN_VENV", os.path.join(ROOT, ".venv"))
+    python = os.path.join(venv, name, "bin", "python")
+    if not os.path.exists(python):
+        subprocess.run([sys.executable, "-m", "venv", os.path.join(venv, name)], check=True)
+        subprocess.run([python, "-m", "pip", "install", "-q", "-r",
+                        os.path.join(ROOT, "scripts", "python-requirements-%s.txt" % name)], check=True)
+    return python
+
+
+def engine_path(build):
+    path = os.path.join(build, "bin", "mrcnn-engine")
+    if not os.path.exists(path):
+        sys.exit("mrcnn-engine not built: flock /tmp/mrcnn-build.lock scripts/build.sh mrcnn-engine")
+    return path
+
+
+def run(cmd, **kw):
+    print("+", " ".join(cmd), flush=True)
+    return subprocess.run(cmd, check=True, **kw)
+
+
+# ---- planting -------------------------------------------------------------------------------
+
+def ann_mask(ann, h, w):
+    seg = ann["segmentation"]
+    if isinstance(seg, list):
+        rle = mask_utils.merge(mask_utils.frPyObjects(seg, h, w))
+    elif isinstance(seg["counts"], list):
+        rle = mask_utils.frPyObjects(seg, h, w)
+    else:
+        rle = seg
+    return mask_utils.decode(rle)
+
+
+def set_mask(ann, mask):
+    rle = mask_utils.encode(np.asfortranarray(mask.astype(np.uint8)))
+    rle["counts"] = rle["counts"].decode("ascii")
+    ann["segmentation"] = rle
+    ann["area"] = float(mask_utils.area(rle))
+    ann["bbox"] = [float(v) for v in mask_utils.toBbox(rle)]
+
+
+def moved(mask, dx, dy):
+    out = np.zeros_like(mask)
+    h, w = mask.shape
+    xs, xd = (slice(0, w - dx), slice(dx, w)) if dx >= 0 else (slice(-dx, w), slice(0, w + dx))
+    ys, yd = (slice(0, h - dy), slice(dy, h)) if dy >= 0 else (slice(-dy, h), slice(0, h + dy))
+    out[yd, xd] = mask[ys, xs]
+    return out
+
+
+def eroded(mask, pixels):
+    out = mask.astype(bool)
+    for _ in range(pixels):
+        inner = out.copy()
+        inner[1:, :] &= out[:-1, :]
+        inner[:-1, :] &= out[1:, :]
+        inner[:, 1:] &= out[:, :-1]
+        inner[:, :-1] &= out[:, 1:]
+        out = inner
+    return out.astype(np.uint8)
+
+
+def box_iou(a, b):
+    ax2, ay2, bx2, by2 = a[0] + a[2], a[1] + a[3], b[0] + b[2], b[1] + b[3]
+    iw = max(0.0, min(ax2, bx2) - max(a[0], b[0]))
+    ih = max(0.0, min(ay2, by2) - max(a[1], b[1]))
+    inter = iw * ih
+    union = a[2] * a[3] + b[2] * b[3] - inter
+    return inter / union if union > 0 else 0.0
+
+
+def plant(gt, share, seed):
+    """Returns the planted copy and the list of plants: {image_id, kind, annotation_id, bbox}."""
+    rng = random.Random(seed)
+    out = json.loads(json.dumps(gt))
+    images = {im["id"]: im for im in out["images"]}
+    by_image = {}
+    for a in out["annotations"]:
+        if not a.get("iscrowd", 0):
+            by_image.setdefault(a["image_id"], []).append(a)
+    candidates = sorted(i for i in by_image if by_image[i])
+    rng.shuffle(candidates)
+    chosen = candidates[:int(round(share * len(images)))]
+    categories = [c["id"] for c in out["categories"]]
+    next_id = max(a["id"] for a in out["annotations"]) + 1
+    plants, removed = [], set()
+    for k, image_id in enumerate(chosen):
+        kind = KINDS[k % len(KINDS)]
+        im = images[image_id]
+        h, w = im["height"], im["width"]
+        ann = rng.choice(by_image[image_id])
+        plant = {"image_id": image_id, "kind": kind, "annotation_id": ann["id"], "bbox": list(ann["bbox"])}
+        if kind == "missing":
+            removed.add(ann["id"])
+        elif kind == "wrong_class":
+            ann["category_id"] = rng.choice([c for c in categories if c != ann["category_id"]])
+        elif kind == "shift":
+            bw, bh = ann["bbox"][2], ann["bbox"][3]
+            f = rng.uniform(0.2, 0.4)
+            dx, dy = rng.choice([(1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (-1, -1)])
+            set_mask(ann, moved(ann_mask(ann, h, w), int(round(dx * f * bw)), int(round(dy * f * bh))))
+        elif kind == "coarse":
+            m = ann_mask(ann, h, w)
+            if rng.random() < 0.5:
+                x, y, bw, bh = (int(round(v)) for v in ann["bbox"])
+                m = np.zeros_like(m)
+                m[y:y + bh, x:x + bw] = 1
+            else:
+                m = eroded(m, max(1, int(round(0.25 * min(ann["bbox"][2], ann["bbox"][3]) / 2))))
+            if m.sum() == 0:
+                m = ann_mask(ann, h, w)
+            set_mask(ann, m)
+        elif kind == "spurious":
+            # A box on the background: clear of every annotation of the image.
+            side = max(12, int(min(h, w) * rng.uniform(0.12, 0.25)))
+            for _ in range(200):
+                x, y = rng.randint(0, w - side), rng.randint(0, h - side)
+                box = [x, y, side, side]
+                if all(box_iou(box, a["bbox"]) == 0 for a in by_image[image_id]):
+                    break
+            m = np.zeros((h, w), np.uint8)
+            m[y:y + side, x:x + side] = 1
+            new = {"id": next_id, "image_id": image_id, "category_id": rng.choice(categories), "iscrowd": 0}
+            set_mask(new, m)
+            out["annotations"].append(new)
+            plant.update(annotation_id=next_id, bbox=new["bbox"])
+            next_id += 1
+        elif kind == "duplicate":
+            new = json.loads(json.dumps(ann))
+            new["id"] = next_id
+            out["annotations"].append(new)
+            plant.update(annotation_id=next_id)
+            next_id += 1
+        plants.append(plant)
+    out["annotations"] = [a for a in out["annotations"] if a["id"] not in removed]
+    return out, plants
+
+
+# ---- scoring --------------------------------------------------------------------------------
+
+def auroc(positives, negatives):
+    """The probability that a positive outscores a negative (ties count half)."""
+    if not positives or not negatives:
+        return float("nan")
+    wins = 0.0
+    for p in positives:
+        for n in negatives:
+            wins += 1.0 if p > n else 0.5 if p == n else 0.0
+    return wins / (len(positives) * len(negatives))
+
+
+def hits(entry, plant):
+    if entry["image_id"] != plant["image_id"]:
+        return False
+    if plant["kind"] == "missing":
+        return entry.get("annotation_id") is None and entry.get("bbox") is not None and \
+            box_iou(entry["bbox"], plant["bbox"]) >= 0.5
+    return entry.get("annotation_id") == plant["annotation_id"]
+
+
+def precision_at_k(entries, plants):
+    """entries: dicts with score, image_id, annotation_id or bbox; plants of one kind."""
+    k = len(plants)
+    if k == 0:
+        return float("nan")
+    top = sorted(entries, key=lambda e: -e["score"])[:k]
+    found = sum(1 for e in top if any(hits(e, p) for p in plants))
+    return found / k
+
+
+def rows_for(name, image_score, entries_by_kind, plants, image_ids):
+    planted_images = {p["image_id"]: p["kind"] for p in plants}
+    clean = [image_score.get(i, 0.0) for i in image_ids if i not in planted_images]
+    rows = {}
+    for kind in KINDS + ["all"]:
+        pos = [image_score.get(i, 0.0) for i, kd in planted_images.items() if kind in ("all", kd)]
+        kind_plants = [p for p in plants if kind in ("all", p["kind"])]
+        entries = entries_by_kind("all" if kind == "all" else kind)
+        rows[kind] = {"auroc": auroc(pos, clean), "precision_at_k": precision_at_k(entries, kind_plants),
+                      "k": len(kind_plants)}
+    return rows
+
+
+CLEANLAB_RUN = r"""
+import json, sys, numpy as np
+from cleanlab.object_detection.rank import (get_label_quality_scores, compute_overlooked_box_scores,
+    compute_badloc_box_scores, compute_swap_box_scores)
+data = json.load(open(sys.argv[1]))
+labels = [{"bboxes": np.array(l["bboxes"], dtype=float).reshape(-1, 4), "labels": np.array(l["labels"], dtype=int)}
+          for l in data["labels"]]
+preds = [[np.array(c, dtype=float).reshape(-1, 5) for c in p] for p in data["predictions"]]
+out = {"image": [float(s) for s in get_label_quality_scores(labels, preds, verbose=False)]}
+for name, fn in [("overlooked", compute_overlooked_box_scores), ("badloc", compute_badloc_box_scores),
+                 ("swap", compute_swap_box_scores)]:
+    out[name] = [[float(v) for v in np.nan_to_num(np.asarray(s, dtype=float), nan=1.0)]
+                 for s in fn(labels=labels, predictions=preds)]
+import cleanlab
+out["version"] = cleanlab.__version__
+json.dump(out, open(sys.argv[2], "w"))
+"""
+
+
+def run_cleanlab(work, planted, results):
+    """cleanlab's scores on the planted annotations and the predictions (boxes: it has no masks)."""
+    cats = sorted(c["id"] for c in planted["categories"])
+    index = {c: k for k, c in enumerate(cats)}
+    image_ids = [im["id"] for im in planted["images"]]
+    labels, label_ids = {i: {"bboxes": [], "labels": []} for i in image_ids}, {i: [] for i in image_ids}
+    for a in planted["annotations"]:
+        if a.get("iscrowd", 0):
+            continue
+        x, y, w, h = a["bbox"]
+        labels[a["image_id"]]["bboxes"].append([x, y, x + w, y + h])
+        labels[a["image_id"]]["labels"].append(index[a["category_id"]])
+        label_ids[a["image_id"]].append(a["id"])
+    preds = {i: [[] for _ in cats] for i in image_ids}
+    pred_boxes = {i: [[] for _ in cats] for i in image_ids}
+    for r in results:
+        x, y, w, h = r["bbox"]
+        preds[r["image_id"]][index[r["category_id"]]].append([x, y, x + w, y + h, r["score"]])
+        pred_boxes[r["image_id"]][index[r["category_id"]]].append([x, y, w, h])
+    payload = {"labels": [labels[i] for i in image_ids], "predictions": [preds[i] for i in image_ids]}
+    src, dst = os.path.join(work, "cleanlab_in.json"), os.path.join(work, "cleanlab_out.json")
+    json.dump(payload, open(src, "w"))
+    started = time.perf_counter()
+    subprocess.run([venv_python("cleanlab"), "-c", CLEANLAB_RUN, src, dst], check=True)
+    seconds = time.perf_counter() - started
+    out = json.load(open(dst))
+    image_score = {i: 1.0 - s for i, s in zip(image_ids, out["image"])}
+    entries = {"overlooked": [], "badloc": [], "swap": []}
+    for n, i in enumerate(image_ids):
+        # Overlooked scores are per predicted box (cleanlab orders them class by class).
+        flat = [b for per_class in pred_boxes[i] for b in per_class]
+        for box, s in zip(flat, out["overlooked"][n]):
+            entries["overlooked"].append({"image_id": i, "annotation_id": None, "bbox": box, "score": 1.0 - s})
+        for name in ("badloc", "swap"):
+            for ann_id, s in zip(label_ids[i], out[name][n]):
+                entries[name].append({"image_id": i, "annotation_id": ann_id, "score": 1.0 - s})
+
+    def by_kind(kind):
+        if kind == "all":
+            return entries["overlooked"] + entries["badloc"] + entries["swap"]
+        return entries[CLEANLAB_KIND[kind]]
+
+    return image_score, by_kind, seconds, out["version"]
+
+
+def run_ours(engine, work, planted_path, image_dir, checkpoint, shapes_sets):
+    out = os.path.join(work, "ours")
+    started = time.perf_counter()
+    run([engine, "--spec", SPEC, "--task", "label_check", "--checkpoint", checkpoint,
+         "--annotations", planted_path, "--image-dir", image_dir, "--output-dir", out,
+         "--set", "device=cpu"] + shapes_sets, stdout=subprocess.DEVNULL)
+    seconds = time.perf_counter() - started
+    mistakes = json.load(open(os.path.join(out, "mistakes.json")))["mistakes"]
+    image_score = {}
+    entries = []
+    for m in mistakes:
+        image_score[m["image_id"]] = max(image_score.get(m["image_id"], 0.0), m["score"])
+        e = {"image_id": m["image_id"], "annotation_id": m["annotation_id"], "score": m["score"],
+             "kind": m["kind"], "bbox": (m["suggestion"] or {}).get("bbox")}
+        entries.append(e)
+
+    def by_kind(kind):
+        return entries if kind == "all" else [e for e in entries if e["kind"] == OURS_KIND[kind]]
+
+    results = json.load(open(os.path.join(out, "inference", "results.json")))
+    return image_score, by_kind, seconds, results
+
+
+def train(engine, work, steps):
+    run_dir = os.path.join(work, "train")
+    cmd = [engine, "--spec", SPEC, "--run-dir", run_dir, "--set", "device=cpu",
+           "--set", "data_config.shapes_dataset.root=" + os.path.join(work, "shapes-train")]
+    if steps:
+        cmd += ["--set", "total_steps=%d" % steps]
+    run(cmd, stdout=subprocess.DEVNULL)
+    with open(os.path.join(run_dir, "checkpoints", "last")) as f:
+        return os.path.join(run_dir, "checkpoints", f.read().strip())
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--checkpoint", help="a trained shapes_resnet18 checkpoint (default: train one)")
+    ap.add_argument("--train-steps", type=int, default=0, help="steps when training here (default: the spec's)")
+    ap.add_argument("--images", type=int, default=300, help="held-out images checked")
+    ap.add_argument("--share", type=float, default=0.3, help="share of the images with a planted mistake")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--work", default=os.path.join(ROOT, "build", "bench_label_check"))
+    ap.add_argument("--build", default=os.environ.get("MRCNN_BUILD_DIR", os.path.join(ROOT, "build")))
+    args = ap.parse_args()
+    engine = engine_path(args.build)
+    os.makedirs(args.work, exist_ok=True)
+    checkpoint = args.checkpoint or train(engine, args.work, args.train_steps)
+
+    # The held-out set: a shapes set of its own (another seed than training's).
+    shapes = os.path.join(args.work, "shapes-check")
+    shapes_sets = ["--set", "data_config.shapes_dataset.root=" + shapes,
+                   "--set", "data_config.shapes_dataset.train_images=1",
+                   "--set", "data_config.shapes_dataset.val_images=%d" % args.images,
+                   "--set", "data_config.shapes_dataset.seed=%d" % (7000 + args.seed)]
+    run([engine, "--spec", SPEC, "--task", "dataset_stats", "--run-dir", os.path.join(args.work, "stats")]
+        + shapes_sets, stdout=subprocess.DEVNULL)
+    val_json = glob.glob(os.path.join(shapes, "**", "*val*.json"), recursive=True)
+    if not val_json:
+        sys.exit("no val json under " + shapes)
+    gt = json.load(open(val_json[0]))
+    image_dir = os.path.dirname(os.path.dirname(val_json[0]))
+    image_dir = os.path.join(image_dir, "images", "val")
+    planted, plants = plant(gt, args.share, args.seed)
+    planted_path = os.path.join(args.work, "planted.json")
+    json.dump(planted, open(planted_path, "w"))
+    json.dump(plants, open(os.path.join(args.work, "plants.json"), "w"))
+
+    ours_image, ours_entries, ours_s, results = run_ours(engine, args.work, planted_path, image_dir,
+                                                         checkpoint, shapes_sets)
+    cl_image, cl_entries, cl_s, cl_version = run_cleanlab(args.work, planted, results)
+    image_ids = [im["id"] for im in planted["images"]]
+    ours = rows_for("ours", ours_image, ours_entries, plants, image_ids)
+    theirs = rows_for("cleanlab", cl_image, cl_entries, plants, image_ids)
+
+    print("\nmodel: %s; %d images, %d planted mistakes (seed %d), %d detections" %
+          (checkpoint, len(image_ids), len(plants), args.seed, len(results)))
+    print("ours: label_check %.1f s (with the model's inference); cleanlab %s: %.1f s\n" % (ours_s, cl_version, cl_s))
+    print("| planted kind | K | image AUROC ours | cleanlab | precision@K ours | cleanlab |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for kind in KINDS + ["all"]:
+        o, c = ours[kind], theirs[kind]
+        print("| %s | %d | %.3f | %.3f | %.2f | %.2f |" % (kind, o["k"], o["auroc"], c["auroc"],
+                                                          o["precision_at_k"], c["precision_at_k"]))
+    json.dump({"ours": ours, "cleanlab": theirs, "cleanlab_version": cl_version, "checkpoint": checkpoint},
+              open(os.path.join(args.work, "result.json"), "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,365 @@
+// The label check's mistake finder (review/mistake_finder.h) on tinycoco's real annotations:
+// a model that agrees with every annotation (made-up detections: each annotation's mask, its
+// box a little off as a real model's is), then one mistake of each kind planted into the
+// annotations; each planted mistake must come out on top, as its kind, with its suggestion.
+// Then the task on files: mistakes.json, events, the printed table, and bad input.
+#include <QDir>
+#include <QFile>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <algorithm>
+#include <opencv2/imgproc.hpp>
+#include <set>
+#include <sstream>
+
+#include "dataset/coco/coco.h"
+#include "eval/results_json.h"
+#include "io/json_writer.h"
+#include "review/mistakes_json.h"
+#include "tests/common/process_run.h"
+
+using mrcnn::dataset::Box;
+using mrcnn::dataset::Rle;
+using mrcnn::eval::Detection;
+using mrcnn::eval::GroundTruth;
+using mrcnn::review::Mistake;
+using mrcnn::review::MistakeKind;
+using mrcnn::testing::binDir;
+using mrcnn::testing::runProcess;
+
+namespace {
+
+QString tinycocoVal() {
+  const QString shared = qEnvironmentVariable("MRCNN_SHARED_DIR");
+  return shared + "/data/tinycoco/annotations/instances_val2017.json";
+}
+
+// The mask moved by (dx, dy) pixels (what falls off the image is lost).
+Rle shifted(const Rle& rle, int dx, int dy) {
+  const cv::Mat mask = mrcnn::dataset::decodeMask(rle);
+  cv::Mat out = cv::Mat::zeros(mask.size(), mask.type());
+  const cv::Mat m = (cv::Mat_<double>(2, 3) << 1, 0, dx, 0, 1, dy);
+  cv::warpAffine(mask, out, m, mask.size(), cv::INTER_NEAREST, cv::BORDER_CONSTANT, 0);
+  return mrcnn::dataset::encodeMask(out);
+}
+
+struct Planted {
+  mrcnn::review::FinderInput input;
+  int64_t missing_image = 0;
+  Box missing_box{};
+  int64_t wrong_class_id = 0, wrong_class_true = 0;
+  int64_t localization_id = 0;
+  Box localization_true_box{};
+  int64_t spurious_id = 0;
+  int64_t duplicate_id = 0;
+};
+
+// The largest non-crowd annotation of each image, biggest first: clear cases to plant on.
+std::vector<size_t> largestPerImage(const std::vector<GroundTruth>& gts) {
+  std::map<int64_t, size_t> best;
+  for (size_t i = 0; i < gts.size(); ++i) {
+    if (gts[i].iscrowd) continue;
+    auto [it, added] = best.try_emplace(gts[i].image_id, i);
+    if (!added && gts[i].area > gts[it->second].area) it->second = i;
+  }
+  std::vector<size_t> out;
+  for (const auto& [image, i] : best) out.push_back(i);
+  std::sort(out.begin(), out.end(), [&](size_t a, size_t b) { return gts[a].area > gts[b].area; });
+  return out;
+}
+
+Planted plant(const mrcnn::dataset::CocoDataset& coco, bool masks) {
+  const mrcnn::eval::EvalSet set =
+      mrcnn::eval::groundTruthSet(coco, masks ? mrcnn::eval::IouType::Segm : mrcnn::eval::IouType::Bbox);
+  Planted p;
+  p.input.image_ids = set.image_ids;
+  p.input.masks = masks;
+  for (const auto& c : coco.categories()) p.input.category_names.emplace_back(c.id, c.name);
+  std::vector<GroundTruth> gts = set.ground_truths;
+  // The agreeing model: a detection on every annotation, its box 3% of its size off.
+  int64_t next = 1;
+  for (const GroundTruth& g : gts) {
+    if (g.iscrowd) continue;
+    Detection d;
+    d.id = next++;
+    d.image_id = g.image_id;
+    d.category_id = g.category_id;
+    d.bbox = {g.bbox[0] + 0.03 * g.bbox[2], g.bbox[1], g.bbox[2], g.bbox[3]};
+    d.score = 0.9 - 0.001 * static_cast<double>(next % 50);
+    d.mask = g.mask;
+    p.input.detections.push_back(d);
+  }
+  // Unsure detections on the background: below the confidence that counts on its own.
+  for (const int64_t image : set.image_ids) {
+    Detection d;
+    d.id = next++;
+    d.image_id = image;
+    d.category_id = gts.front().category_id;
+    d.bbox = {1, 1, 30, 30};
+    d.score = 0.2;
+    const auto [h, w] = mrcnn::eval::imageSizes(coco).at(image);
+    if (masks) d.mask = mrcnn::dataset::rleFromBbox(d.bbox, h, w);
+    p.input.detections.push_back(d);
+  }
+
+  const std::vector<size_t> big = largestPerImage(gts);
+  if (big.size() < 5) throw std::runtime_error("tinycoco has fewer than 5 annotated images");
+  // missing: an annotation gone, its detection stays.
+  const GroundTruth missing = gts[big[0]];
+  p.missing_image = missing.image_id;
+  p.missing_box = missing.bbox;
+  p.missing_box[0] += 0.03 * missing.bbox[2];
+  // wrong_class: another category on it.
+  GroundTruth& wrong = gts[big[1]];
+  p.wrong_class_id = wrong.id;
+  p.wrong_class_true = wrong.category_id;
+  for (const auto& c : coco.categories()) {
+    if (c.id != wrong.category_id) {
+      wrong.category_id = c.id;
+      break;
+    }
+  }
+  // localization: box and mask moved by 35% of the width.
+  GroundTruth& loose = gts[big[2]];
+  p.localization_id = loose.id;
+  p.localization_true_box = {loose.bbox[0] + 0.03 * loose.bbox[2], loose.bbox[1], loose.bbox[2],
+                             loose.bbox[3]};
+  const int dx = static_cast<int>(0.35 * loose.bbox[2]);
+  loose.bbox[0] += dx;
+  if (masks) loose.mask = shifted(loose.mask, dx, 0);
+  // duplicate: the same object drawn twice.
+  int64_t max_id = 0;
+  for (const GroundTruth& g : gts) max_id = std::max(max_id, g.id);
+  GroundTruth twice = gts[big[3]];
+  twice.id = ++max_id;
+  p.duplicate_id = twice.id;
+  // spurious: a box where there is nothing (a corner of the image the model leaves empty).
+  GroundTruth ghost = gts[big[4]];
+  ghost.id = ++max_id;
+  const auto [h, w] = mrcnn::eval::imageSizes(coco).at(ghost.image_id);
+  ghost.bbox = {static_cast<double>(w) - 41, static_cast<double>(h) - 41, 40, 40};
+  if (masks) ghost.mask = mrcnn::dataset::rleFromBbox(ghost.bbox, h, w);
+  ghost.area = 1600;
+  p.spurious_id = ghost.id;
+
+  gts.erase(gts.begin() + static_cast<std::ptrdiff_t>(big[0]));
+  gts.push_back(twice);
+  gts.push_back(ghost);
+  p.input.annotations = std::move(gts);
+  return p;
+}
+
+bool near(const Box& a, const Box& b) {
+  for (int k = 0; k < 4; ++k)
+    if (std::abs(a[k] - b[k]) > 1e-6) return false;
+  return true;
+}
+
+}  // namespace
+
+class MistakeFinderTest : public QObject {
+  Q_OBJECT
+
+  void plantedMistakesComeFirst(bool masks) {
+    const mrcnn::dataset::CocoDataset coco = mrcnn::dataset::loadCoco(tinycocoVal().toStdString());
+    const Planted p = plant(coco, masks);
+    const mrcnn::review::FinderResult found = mrcnn::review::findMistakes(p.input);
+    QVERIFY2(found.mistakes.size() >= 5, qPrintable(QString::number(found.mistakes.size())));
+    // The model agrees with the rest: its typical overlap is its 3% box offset's.
+    QVERIFY2(found.typical_overlap > 0.9 && found.typical_overlap < 0.96,
+             qPrintable(QString::number(found.typical_overlap)));
+    std::map<MistakeKind, const Mistake*> first;
+    for (size_t i = 0; i < 5; ++i) first.emplace(found.mistakes[i].kind, &found.mistakes[i]);
+    QCOMPARE(first.size(), size_t{5});  // one of each kind on top
+    // Nothing else comes close: the next finding scores well below the planted ones.
+    if (found.mistakes.size() > 5) QVERIFY(found.mistakes[5].score < 0.5 * found.mistakes[4].score);
+
+    const Mistake& missing = *first.at(MistakeKind::kMissing);
+    QCOMPARE(missing.image_id, p.missing_image);
+    QVERIFY(!missing.annotation_id);
+    QVERIFY(missing.suggestion && near(missing.suggestion->bbox, p.missing_box));
+    QCOMPARE(missing.suggestion->mask.has_value(), masks);
+
+    const Mistake& wrong = *first.at(MistakeKind::kWrongClass);
+    QCOMPARE(wrong.annotation_id.value_or(-1), p.wrong_class_id);
+    QVERIFY(wrong.suggestion);
+    QCOMPARE(wrong.suggestion->category_id, p.wrong_class_true);
+    QVERIFY(!wrong.suggestion->mask);  // the class changes; the shape stays
+
+    const Mistake& loose = *first.at(MistakeKind::kLocalization);
+    QCOMPARE(loose.annotation_id.value_or(-1), p.localization_id);
+    QVERIFY(loose.suggestion && near(loose.suggestion->bbox, p.localization_true_box));
+
+    QCOMPARE(first.at(MistakeKind::kSpurious)->annotation_id.value_or(-1), p.spurious_id);
+    QVERIFY(!first.at(MistakeKind::kSpurious)->suggestion);
+    QCOMPARE(first.at(MistakeKind::kDuplicate)->annotation_id.value_or(-1), p.duplicate_id);
+    QVERIFY(!first.at(MistakeKind::kDuplicate)->suggestion);
+    for (const Mistake& m : found.mistakes) QVERIFY(!m.detail.empty() && m.score <= 1);
+    QVERIFY(std::is_sorted(found.mistakes.begin(), found.mistakes.end(),
+                           [](const Mistake& a, const Mistake& b) { return a.score > b.score; }));
+
+    // Image-level: the images with a planted mistake rank above every other.
+    std::set<int64_t> planted_images;
+    for (size_t i = 0; i < 5; ++i) planted_images.insert(found.mistakes[i].image_id);
+    const auto scores = mrcnn::review::imageScores(found, p.input.image_ids);
+    double lowest_planted = 1, highest_clean = 0;
+    for (const auto& [image, score] : scores) {
+      if (planted_images.count(image)) {
+        lowest_planted = std::min(lowest_planted, score);
+      } else {
+        highest_clean = std::max(highest_clean, score);
+      }
+    }
+    QVERIFY2(lowest_planted > highest_clean,
+             qPrintable(QString("%1 vs %2").arg(lowest_planted).arg(highest_clean)));
+  }
+
+ private slots:
+  void plantedMistakesComeFirstWithMasks() { plantedMistakesComeFirst(true); }
+  void plantedMistakesComeFirstWithBoxesOnly() { plantedMistakesComeFirst(false); }
+
+  // A detection inside a crowd region is not a missing annotation; crowds are never flagged.
+  void crowdRegionsAreNeitherMissingNorMistakes() {
+    mrcnn::review::FinderInput in;
+    in.image_ids = {1};
+    GroundTruth crowd;
+    crowd.id = 1;
+    crowd.image_id = 1;
+    crowd.category_id = 1;
+    crowd.bbox = {0, 0, 100, 100};
+    crowd.iscrowd = true;
+    in.annotations = {crowd};
+    Detection inside;
+    inside.id = 1;
+    inside.image_id = 1;
+    inside.category_id = 1;
+    inside.bbox = {10, 10, 20, 20};
+    inside.score = 0.99;
+    Detection outside = inside;
+    outside.id = 2;
+    outside.bbox = {200, 200, 20, 20};
+    in.detections = {inside, outside};
+    const auto found = mrcnn::review::findMistakes(in);
+    QCOMPARE(found.mistakes.size(), size_t{1});
+    QCOMPARE(found.mistakes[0].kind, MistakeKind::kMissing);
+    QVERIFY(near(found.mistakes[0].suggestion->bbox, outside.bbox));
+  }
+
+  // mistakes.json written and read back; a bad file named with its place.
+  void mistakesJsonRoundTrips() {
+    const mrcnn::dataset::CocoDataset coco = mrcnn::dataset::loadCoco(tinycocoVal().toStdString());
+    const Planted p = plant(coco, true);
+    mrcnn::review::MistakesFile file;
+    file.annotations = "a.json";
+    file.typical_overlap = 0.9;
+    file.mistakes = mrcnn::review::findMistakes(p.input).mistakes;
+    QTemporaryDir dir;
+    const QString path = dir.filePath("mistakes.json");
+    {
+      QFile f(path);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(QByteArray::fromStdString(mrcnn::review::mistakesJson(file)));
+    }
+    const mrcnn::review::MistakesFile back = mrcnn::review::readMistakesJson(path.toStdString());
+    QCOMPARE(back.annotations, file.annotations);
+    QVERIFY(!back.results);
+    QCOMPARE(back.mistakes.size(), file.mistakes.size());
+    for (size_t i = 0; i < back.mistakes.size(); ++i) {
+      const Mistake &a = back.mistakes[i], &b = file.mistakes[i];
+      QCOMPARE(a.kind, b.kind);
+      QCOMPARE(a.score, b.score);
+      QCOMPARE(a.annotation_id, b.annotation_id);
+      QCOMPARE(a.suggestion.has_value(), b.suggestion.has_value());
+      if (a.suggestion) {
+        QVERIFY(a.suggestion->mask == b.suggestion->mask);
+        QVERIFY(near(a.suggestion->bbox, b.suggestion->bbox));
+      }
+    }
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    f.write(R"({"annotations":"a.json","results":null,"mistakes":[{"image_id":1,"annotation_id":2,)"
+            R"("kind":"wrong","score":0.5,"suggestion":null}]})");
+    f.close();
+    try {
+      mrcnn::review::readMistakesJson(path.toStdString());
+      QFAIL("an unknown kind was read");
+    } catch (const std::exception& e) {
+      QVERIFY2(QString(e.what()).contains("mistakes.json: mistakes[0].kind: unknown kind \"wrong\""),
+               e.what());
+    }
+  }
+
+  // The task on files: tinycoco's annotations against results that agree with them but for
+  // a confident detection on the background and an annotation no detection covers.
+  void taskOnFilesWritesMistakesAndEvents() {
+    const mrcnn::dataset::CocoDataset coco = mrcnn::dataset::loadCoco(tinycocoVal().toStdString());
+    const mrcnn::eval::EvalSet set = mrcnn::eval::groundTruthSet(coco, mrcnn::eval::IouType::Segm);
+    std::ostringstream text;
+    mrcnn::io::JsonWriter w(text);
+    w.beginArray();
+    int64_t uncovered = 0;
+    for (const GroundTruth& g : set.ground_truths) {
+      if (g.iscrowd) continue;
+      if (uncovered == 0 && g.area > 5000) {
+        uncovered = g.id;  // no detection: spurious
+        continue;
+      }
+      w.beginObject().key("image_id").value(g.image_id).key("category_id").value(g.category_id);
+      w.key("score").value(0.9);
+      w.key("segmentation").beginObject();
+      w.key("size").beginArray().value(g.mask.h).value(g.mask.w).endArray();
+      w.key("counts").value(mrcnn::dataset::toCompressedString(g.mask));
+      w.endObject().endObject();
+    }
+    const int64_t image = set.image_ids.front();
+    const auto [h, wd] = mrcnn::eval::imageSizes(coco).at(image);
+    const Rle corner = mrcnn::dataset::rleFromBbox({0, 0, 12, 12}, h, wd);
+    w.beginObject().key("image_id").value(image).key("category_id").value(set.category_ids.front());
+    w.key("score").value(0.97).key("segmentation").beginObject();
+    w.key("size").beginArray().value(h).value(wd).endArray();
+    w.key("counts").value(mrcnn::dataset::toCompressedString(corner));
+    w.endObject().endObject();
+    w.endArray();
+    QTemporaryDir dir;
+    const QString results = mrcnn::testing::writeFile(dir, "results.json", QByteArray::fromStdString(text.str()));
+    const QString out = dir.filePath("check");
+    const auto run = runProcess(binDir() + "/mrcnn-engine",
+                                {"--task", "label_check", "--annotations", tinycocoVal(), "--results",
+                                 results, "--output-dir", out, "--top", "3"});
+    QVERIFY2(run.code == 0, qPrintable(run.err + run.out));
+    QVERIFY2(run.out.contains("likely label mistakes"), qPrintable(run.out));
+    const mrcnn::review::MistakesFile file = mrcnn::review::readMistakesJson((out + "/mistakes.json").toStdString());
+    QVERIFY(file.results && QString::fromStdString(*file.results).endsWith("results.json"));
+    QVERIFY(file.mistakes.size() >= 2);
+    std::map<MistakeKind, const Mistake*> first;
+    for (size_t i = 0; i < 2; ++i) first.emplace(file.mistakes[i].kind, &file.mistakes[i]);
+    QVERIFY(first.count(MistakeKind::kMissing) && first.count(MistakeKind::kSpurious));
+    QCOMPARE(first.at(MistakeKind::kMissing)->image_id, image);
+    QCOMPARE(first.at(MistakeKind::kSpurious)->annotation_id.value_or(-1), uncovered);
+    QVERIFY(first.at(MistakeKind::kMissing)->suggestion->mask == corner);
+    QFile events_file(out + "/events.jsonl");
+    QVERIFY(events_file.open(QIODevice::ReadOnly));
+    const QByteArray events = events_file.readAll();
+    QVERIFY2(events.contains("\"type\":\"start\"") && events.contains("\"type\":\"done\""), events.constData());
+    // The printed table lists the first 3 entries, the top one first.
+    QVERIFY2(run.out.contains("the first 3:"), qPrintable(run.out));
+
+    // Results on an image the annotations do not have: named, exit 4, nothing written.
+    const QString foreign = mrcnn::testing::writeFile(
+        dir, "foreign.json", R"([{"image_id": 987654321, "category_id": 1, "bbox": [1, 1, 5, 5], "score": 0.9}])");
+    const auto bad = runProcess(binDir() + "/mrcnn-engine",
+                                {"--task", "label_check", "--annotations", tinycocoVal(), "--results",
+                                 foreign, "--output-dir", dir.filePath("bad")});
+    QCOMPARE(bad.code, 4);
+    QVERIFY2(bad.err.contains("foreign.json") && bad.err.contains("987654321"), qPrintable(bad.err));
+    QVERIFY(!QFile::exists(dir.filePath("bad/mistakes.json")));
+    // A command line missing its results says what it needs.
+    const auto usage = runProcess(binDir() + "/mrcnn-engine",
+                                  {"--task", "label_check", "--annotations", tinycocoVal()});
+    QCOMPARE(usage.code, 2);
+    QVERIFY2(usage.err.contains("--results"), qPrintable(usage.err));
+  }
+};
+
+QTEST_GUILESS_MAIN(MistakeFinderTest)
+#include "test_mistake_finder.moc"
