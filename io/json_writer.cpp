@@ -7,6 +7,24 @@
 
 namespace mrcnn::io {
 
+JsonWriter::~JsonWriter() {
+  try {
+    flush();
+  } catch (...) {  // a stream that throws: what it has, it has
+  }
+}
+
+void JsonWriter::flush() {
+  if (buffer_.empty()) return;
+  out_.write(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
+  buffer_.clear();
+}
+
+JsonWriter& JsonWriter::written() {
+  if (stack_.empty() || buffer_.size() >= (1u << 16)) flush();
+  return *this;
+}
+
 void JsonWriter::beforeValue() {
   if (stack_.empty()) {
     if (wroteTopLevel_) throw std::logic_error("JsonWriter: a second top-level value");
@@ -19,15 +37,15 @@ void JsonWriter::beforeValue() {
     level.haveKey = false;  // key() already wrote the separator
     return;
   }
-  if (!level.empty) out_.put(',');
+  if (!level.empty) buffer_.push_back(',');
   level.empty = false;
 }
 
 JsonWriter& JsonWriter::beginObject() {
   beforeValue();
-  out_.put('{');
+  buffer_.push_back('{');
   stack_.push_back({Scope::kObject});
-  return *this;
+  return written();
 }
 
 JsonWriter& JsonWriter::endObject() {
@@ -35,15 +53,15 @@ JsonWriter& JsonWriter::endObject() {
     throw std::logic_error("JsonWriter: endObject without a matching open object");
   }
   stack_.pop_back();
-  out_.put('}');
-  return *this;
+  buffer_.push_back('}');
+  return written();
 }
 
 JsonWriter& JsonWriter::beginArray() {
   beforeValue();
-  out_.put('[');
+  buffer_.push_back('[');
   stack_.push_back({Scope::kArray});
-  return *this;
+  return written();
 }
 
 JsonWriter& JsonWriter::endArray() {
@@ -51,8 +69,8 @@ JsonWriter& JsonWriter::endArray() {
     throw std::logic_error("JsonWriter: endArray without a matching open array");
   }
   stack_.pop_back();
-  out_.put(']');
-  return *this;
+  buffer_.push_back(']');
+  return written();
 }
 
 JsonWriter& JsonWriter::key(std::string_view name) {
@@ -60,30 +78,36 @@ JsonWriter& JsonWriter::key(std::string_view name) {
     throw std::logic_error("JsonWriter: key outside an object or twice in a row");
   }
   Level& level = stack_.back();
-  if (!level.empty) out_.put(',');
+  if (!level.empty) buffer_.push_back(',');
   level.empty = false;
   level.haveKey = true;
   writeString(name);
-  out_.put(':');
-  return *this;
+  buffer_.push_back(':');
+  return written();
 }
 
 JsonWriter& JsonWriter::value(std::string_view s) {
   beforeValue();
   writeString(s);
-  return *this;
+  return written();
+}
+
+JsonWriter& JsonWriter::raw(std::string_view json) {
+  beforeValue();
+  buffer_ += json;
+  return written();
 }
 
 JsonWriter& JsonWriter::value(bool b) {
   beforeValue();
-  out_ << (b ? "true" : "false");
-  return *this;
+  buffer_ += b ? "true" : "false";
+  return written();
 }
 
 JsonWriter& JsonWriter::value(std::nullptr_t) {
   beforeValue();
-  out_ << "null";
-  return *this;
+  buffer_ += "null";
+  return written();
 }
 
 JsonWriter& JsonWriter::value(double d) {
@@ -94,64 +118,66 @@ JsonWriter& JsonWriter::value(double d) {
   char buffer[32];
   const auto result = std::to_chars(buffer, buffer + sizeof buffer, d);
   const std::string_view text(buffer, result.ptr);
-  out_ << text;
+  buffer_ += text;
   // Readers type 12 as an integer; Python's json writes 12.0, and COCO's boxes are floats.
-  if (text.find_first_of(".e") == std::string_view::npos) out_ << ".0";
-  return *this;
+  if (text.find_first_of(".e") == std::string_view::npos) buffer_ += ".0";
+  return written();
 }
 
 JsonWriter& JsonWriter::integer(int64_t i) {
   beforeValue();
   char buffer[24];
   const auto result = std::to_chars(buffer, buffer + sizeof buffer, i);
-  out_.write(buffer, result.ptr - buffer);
-  return *this;
+  buffer_.append(buffer, static_cast<size_t>(result.ptr - buffer));
+  return written();
 }
 
 JsonWriter& JsonWriter::unsignedInteger(uint64_t i) {
   beforeValue();
   char buffer[24];
   const auto result = std::to_chars(buffer, buffer + sizeof buffer, i);
-  out_.write(buffer, result.ptr - buffer);
-  return *this;
+  buffer_.append(buffer, static_cast<size_t>(result.ptr - buffer));
+  return written();
 }
 
 void JsonWriter::writeString(std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
-  out_.put('"');
+  buffer_.push_back('"');
   for (char ch : s) {
     const auto c = static_cast<unsigned char>(ch);
     switch (c) {
       case '"':
-        out_ << "\\\"";
+        buffer_ += "\\\"";
         break;
       case '\\':
-        out_ << "\\\\";
+        buffer_ += "\\\\";
         break;
       case '\b':
-        out_ << "\\b";
+        buffer_ += "\\b";
         break;
       case '\f':
-        out_ << "\\f";
+        buffer_ += "\\f";
         break;
       case '\n':
-        out_ << "\\n";
+        buffer_ += "\\n";
         break;
       case '\r':
-        out_ << "\\r";
+        buffer_ += "\\r";
         break;
       case '\t':
-        out_ << "\\t";
+        buffer_ += "\\t";
         break;
       default:
         if (c < 0x20) {
-          out_ << "\\u00" << kHex[c >> 4] << kHex[c & 0xf];
+          buffer_ += "\\u00";
+          buffer_.push_back(kHex[c >> 4]);
+          buffer_.push_back(kHex[c & 0xf]);
         } else {
-          out_.put(ch);  // UTF-8 passes through unchanged
+          buffer_.push_back(ch);  // UTF-8 passes through unchanged
         }
     }
   }
-  out_.put('"');
+  buffer_.push_back('"');
 }
 
 }  // namespace mrcnn::io

@@ -6,6 +6,7 @@
 #include <concepts>
 #include <cstdint>
 #include <ostream>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -13,7 +14,13 @@ namespace mrcnn::io {
 
 class JsonWriter {
  public:
+  // The text reaches `out` in large pieces: whenever 64 KiB have gathered, when the top-level
+  // value is complete, at flush() and when the writer goes away.
   explicit JsonWriter(std::ostream& out) : out_(out) {}
+  ~JsonWriter();
+  JsonWriter(const JsonWriter&) = delete;
+  JsonWriter& operator=(const JsonWriter&) = delete;
+  void flush();
 
   JsonWriter& beginObject();
   JsonWriter& endObject();
@@ -37,6 +44,9 @@ class JsonWriter {
     }
   }
 
+  // A value already in JSON form (text another writer made), written as it is.
+  JsonWriter& raw(std::string_view json);
+
   // True once exactly one complete top-level value has been written.
   bool complete() const { return stack_.empty() && wroteTopLevel_; }
 
@@ -51,8 +61,11 @@ class JsonWriter {
   JsonWriter& unsignedInteger(uint64_t i);
   void beforeValue();  // writes the separator; throws std::logic_error on misuse
   void writeString(std::string_view s);
+  // After each call: the gathered text goes out when it is large or the value is complete.
+  JsonWriter& written();
 
   std::ostream& out_;
+  std::string buffer_;
   std::vector<Level> stack_;
   bool wroteTopLevel_ = false;
 };

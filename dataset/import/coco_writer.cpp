@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <fstream>
 #include <limits>
+#include <sstream>
 
+#include "dataset/import/parallel.h"
 #include "io/json_writer.h"
 
 namespace mrcnn::dataset::import {
@@ -76,12 +78,43 @@ void writeAttributes(io::JsonWriter& w, const std::vector<Attribute>& attributes
   w.endObject();
 }
 
+// One annotation object.
+void writeAnnotation(io::JsonWriter& w, int64_t id, const ImportedInstance& instance,
+                     const CocoGeometry& g, const std::vector<int64_t>& image_id,
+                     const std::map<std::string, int64_t>& category_ids) {
+  w.beginObject();
+  w.key("id").value(id);
+  w.key("image_id").value(image_id[instance.image]);
+  w.key("category_id").value(category_ids.at(instance.label));
+  if (g.rle) {
+    w.key("segmentation").beginObject();
+    w.key("size").beginArray().value(g.rle->h).value(g.rle->w).endArray();
+    w.key("counts").value(toCompressedString(*g.rle));
+    w.endObject();
+  } else if (!instance.polygons.empty()) {
+    w.key("segmentation").beginArray();
+    for (const Polygon& p : instance.polygons) {
+      w.beginArray();
+      for (const double v : p) w.value(v);
+      w.endArray();
+    }
+    w.endArray();
+  }
+  w.key("area").value(g.area);
+  w.key("bbox").beginArray();
+  for (const double v : g.bbox) w.value(v);
+  w.endArray();
+  w.key("iscrowd").value(instance.iscrowd ? 1 : 0);
+  if (!instance.attributes.empty()) writeAttributes(w, instance.attributes);
+  w.endObject();
+}
+
 }  // namespace
 
 void writeCocoSplit(const std::filesystem::path& path, const ImportedDataset& dataset,
                     const CocoSplitOutput& split, const std::vector<std::string>& categories,
                     const std::map<std::string, int64_t>& category_ids,
-                    const std::vector<CocoGeometry>& geometry) {
+                    const std::vector<CocoGeometry>& geometry, unsigned threads) {
   std::ofstream out(path, std::ios::binary);
   if (!out) throw std::runtime_error(path.string() + ": cannot create the file");
   std::vector<char> buffer(1 << 20);
@@ -104,38 +137,30 @@ void writeCocoSplit(const std::filesystem::path& path, const ImportedDataset& da
         .endObject();
   }
   w.endArray();
-  w.key("annotations").beginArray();
-  int64_t next_id = 1;
-  for (const uint32_t i : split.instances) {
-    const ImportedInstance& instance = dataset.instances[i];
-    const CocoGeometry& g = geometry[i];
-    w.beginObject();
-    w.key("id").value(next_id++);
-    w.key("image_id").value(image_id[instance.image]);
-    w.key("category_id").value(category_ids.at(instance.label));
-    if (g.rle) {
-      w.key("segmentation").beginObject();
-      w.key("size").beginArray().value(g.rle->h).value(g.rle->w).endArray();
-      w.key("counts").value(toCompressedString(*g.rle));
-      w.endObject();
-    } else if (!instance.polygons.empty()) {
-      w.key("segmentation").beginArray();
-      for (const Polygon& p : instance.polygons) {
-        w.beginArray();
-        for (const double v : p) w.value(v);
-        w.endArray();
-      }
-      w.endArray();
+  // The annotations, numbered from 1 in output order, formatted in chunks on the threads.
+  constexpr size_t kChunk = 2048;
+  const size_t chunks = (split.instances.size() + kChunk - 1) / kChunk;
+  std::vector<std::string> text(chunks);
+  parallelFor(chunks, threads, [&](size_t c) {
+    std::ostringstream chunk;
+    io::JsonWriter a(chunk);
+    a.beginArray();
+    const size_t end = std::min(split.instances.size(), (c + 1) * kChunk);
+    for (size_t n = c * kChunk; n < end; ++n) {
+      writeAnnotation(a, static_cast<int64_t>(n + 1), dataset.instances[split.instances[n]],
+                      geometry[split.instances[n]], image_id, category_ids);
     }
-    w.key("area").value(g.area);
-    w.key("bbox").beginArray();
-    for (const double v : g.bbox) w.value(v);
-    w.endArray();
-    w.key("iscrowd").value(instance.iscrowd ? 1 : 0);
-    if (!instance.attributes.empty()) writeAttributes(w, instance.attributes);
-    w.endObject();
+    a.endArray();
+    text[c] = chunk.str();
+  });
+  std::string annotations = "[";
+  for (size_t c = 0; c < chunks; ++c) {
+    if (c > 0) annotations += ',';
+    annotations.append(text[c], 1, text[c].size() - 2);  // without the chunk's brackets
+    std::string().swap(text[c]);
   }
-  w.endArray();
+  annotations += ']';
+  w.key("annotations").raw(annotations);
   w.key("categories").beginArray();
   for (size_t k = 0; k < categories.size(); ++k) {
     w.beginObject()

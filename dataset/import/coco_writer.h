@@ -31,10 +31,11 @@ struct CocoSplitOutput {
 };
 
 // Writes one split's instances json. category_ids maps a label to its id; geometry is
-// indexed like the dataset's instances.
+// indexed like the dataset's instances. The annotations are formatted on `threads` threads
+// (in chunks, joined in order: the file does not depend on the count).
 void writeCocoSplit(const std::filesystem::path& path, const ImportedDataset& dataset,
                     const CocoSplitOutput& split, const std::vector<std::string>& categories,
                     const std::map<std::string, int64_t>& category_ids,
-                    const std::vector<CocoGeometry>& geometry);
+                    const std::vector<CocoGeometry>& geometry, unsigned threads = 1);
 
 }  // namespace mrcnn::dataset::import

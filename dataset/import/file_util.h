@@ -10,8 +10,9 @@
 
 namespace mrcnn::dataset::import {
 
-// The file's bytes; throws ImportError naming it when it cannot be read.
-std::string readFileOrThrow(const std::filesystem::path& path);
+// The file's bytes; throws ImportError naming it when it cannot be read. `spare_capacity`
+// bytes more are reserved past the end (a parser's padding).
+std::string readFileOrThrow(const std::filesystem::path& path, size_t spare_capacity = 0);
 
 // "line L, column C" (both from 1) of a byte offset in text.
 std::string lineColumn(std::string_view text, size_t offset);

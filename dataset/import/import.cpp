@@ -138,13 +138,14 @@ std::string safeName(std::string s) {
   return s.empty() ? "default" : s;
 }
 
+// `output_dir`: absolute and normal.
 std::string outputFileName(const ImportedImage& image, const std::string& split, bool copy,
                            const fs::path& output_dir) {
   if (copy || !image.embedded.empty()) {
     return "images/" + safeName(split) + "/" + image.path.filename().string();
   }
   const fs::path absolute = fs::absolute(image.path).lexically_normal();
-  const fs::path relative = absolute.lexically_relative(fs::absolute(output_dir).lexically_normal());
+  const fs::path relative = absolute.lexically_relative(output_dir);
   return relative.empty() ? absolute.string() : relative.string();
 }
 
@@ -306,6 +307,7 @@ ImportSummary importDataset(const ImportOptions& options,
   assignSplits(fractions, options.seed, keys, &split);
 
   std::map<std::string, CocoSplitOutput> outputs;
+  const fs::path output_absolute = fs::absolute(options.output_dir).lexically_normal();
   for (size_t i = 0; i < dataset.images.size(); ++i) {
     if (!image_ok[i]) {
       ++summary.images_skipped;
@@ -313,7 +315,7 @@ ImportSummary importDataset(const ImportOptions& options,
     }
     CocoSplitOutput& out = outputs[split[i]];
     out.images.push_back(static_cast<uint32_t>(i));
-    out.file_names.push_back(outputFileName(dataset.images[i], split[i], options.copy_images, options.output_dir));
+    out.file_names.push_back(outputFileName(dataset.images[i], split[i], options.copy_images, output_absolute));
   }
   for (size_t i = 0; i < dataset.instances.size(); ++i) {
     if (!instance_ok[i]) {
@@ -338,7 +340,7 @@ ImportSummary importDataset(const ImportOptions& options,
     for (const auto& [name, out] : outputs) {
       const fs::path json = staging / "annotations" / ("instances_" + safeName(name) + ".json");
       report("writing " + json.filename().string());
-      writeCocoSplit(json, dataset, out, summary.categories, category_ids, geometry);
+      writeCocoSplit(json, dataset, out, summary.categories, category_ids, geometry, context.threads);
       summary.written.push_back(fs::path(options.output_dir) / "annotations" / json.filename());
       for (size_t k = 0; k < out.images.size(); ++k) {
         const ImportedImage& image = dataset.images[out.images[k]];

@@ -110,7 +110,8 @@ uint32_t readSize(element doc, const char* key) {
 FileResult readFile(const fs::path& json_path, simdjson::dom::parser& parser, ProblemLog& log) {
   FileResult result;
   const std::string file = display(json_path);
-  const std::string text = readFileOrThrow(json_path);
+  // With simdjson's padding spare: the parser reads the string where it is.
+  const std::string text = readFileOrThrow(json_path, simdjson::SIMDJSON_PADDING);
   element doc;
   if (parser.parse(text).get(doc)) {
     const std::optional<std::string> where = jsonSyntaxError(text);

@@ -355,9 +355,37 @@ Rle rleFromPolygon(std::span<const double> xy, uint32_t h, uint32_t w) {
                                 " image (its coordinates reach far outside it)");
   }
 
-  // Every fine-grid point along every edge, stepping along the edge's longer axis. Each edge
-  // is walked from its lower end and stored in polygon order, as pycocotools does.
-  std::vector<int> u, v;
+  // Every fine-grid point along every edge, stepping along the edge's longer axis; each edge
+  // is walked from its lower end and its points taken in polygon order, as pycocotools does.
+  // Where the boundary crosses a pixel centre column between two consecutive points (also
+  // from one edge's last point to the next edge's first), the first pixel row below it
+  // starts a run: the points are visited as they are made, never stored.
+  std::vector<uint32_t> starts;
+  starts.reserve(static_cast<size_t>(boundary / kScale) + 8);
+  const double lastColumn = static_cast<double>(uint64_t{w} - 1);  // size_t arithmetic there
+  bool first = true;
+  int pu = 0, pv = 0;  // the previous point
+  const auto visit = [&](int u, int v) {
+    if (first) {
+      first = false;
+    } else if (u != pu) {
+      double xd = u < pu ? u : u - 1;
+      xd = (xd + .5) / kScale - .5;
+      if (std::floor(xd) == xd && xd >= 0 && xd <= lastColumn) {
+        double yd = std::min(v, pv);
+        yd = (yd + .5) / kScale - .5;
+        if (yd < 0) {
+          yd = 0;
+        } else if (yd > h) {
+          yd = h;
+        }
+        yd = std::ceil(yd);
+        starts.push_back(static_cast<uint32_t>(static_cast<int64_t>(xd) * h + static_cast<int>(yd)));
+      }
+    }
+    pu = u;
+    pv = v;
+  };
   for (size_t j = 0; j < k; ++j) {
     int xs = x[j], xe = x[j + 1], ys = y[j], ye = y[j + 1];
     const int dx = std::abs(xe - xs), dy = std::abs(ys - ye);
@@ -371,36 +399,15 @@ Rle rleFromPolygon(std::span<const double> xy, uint32_t h, uint32_t w) {
       const double s = static_cast<double>(ye - ys) / dx;
       for (int d = 0; d <= dx; ++d) {
         const int t = flip ? dx - d : d;
-        u.push_back(t + xs);
-        v.push_back(truncToInt(ys + s * t + .5));
+        visit(t + xs, truncToInt(ys + s * t + .5));
       }
     } else {
       const double s = static_cast<double>(xe - xs) / dy;
       for (int d = 0; d <= dy; ++d) {
         const int t = flip ? dy - d : d;
-        v.push_back(t + ys);
-        u.push_back(truncToInt(xs + s * t + .5));
+        visit(truncToInt(xs + s * t + .5), t + ys);
       }
     }
-  }
-
-  // Where the boundary crosses a pixel centre column, the first pixel row below it.
-  std::vector<uint32_t> starts;
-  const double lastColumn = static_cast<double>(uint64_t{w} - 1);  // size_t arithmetic there
-  for (size_t j = 1; j < u.size(); ++j) {
-    if (u[j] == u[j - 1]) continue;
-    double xd = u[j] < u[j - 1] ? u[j] : u[j] - 1;
-    xd = (xd + .5) / kScale - .5;
-    if (std::floor(xd) != xd || xd < 0 || xd > lastColumn) continue;
-    double yd = std::min(v[j], v[j - 1]);
-    yd = (yd + .5) / kScale - .5;
-    if (yd < 0) {
-      yd = 0;
-    } else if (yd > h) {
-      yd = h;
-    }
-    yd = std::ceil(yd);
-    starts.push_back(static_cast<uint32_t>(static_cast<int64_t>(xd) * h + static_cast<int>(yd)));
   }
 
   // Each crossing toggles inside/outside from there on down the column-major order: sort

@@ -245,8 +245,8 @@ class EventRenderTest : public QObject {
     mrcnn::app::EventRenderer tty({/*tty=*/true, 100, 10});
     tty.line(startLine());
     const std::string quarter = tty.line(download(1001, 25000000, false));
-    QVERIFY2(quarter == "\r\033[Kdownloading torchvision:resnet50 [" + std::string(4, '#') +
-                            std::string(13, '.') +
+    QVERIFY2(quarter == "\r\033[Kdownloading torchvision:resnet50 [" + std::string(5, '#') +
+                            std::string(18, '.') +
                             "] 25.0 MB of 100.0 MB, 5.0 MB/s, 15 s left",
              quarter.c_str());
     // Text goes above the download's bar, as above the task's.
