@@ -22,7 +22,9 @@ constexpr const char* kUsage =
     "                    [--checkpoint FILE] [--overlay-threshold SCORE]\n"
     "                    [--thresholds METRICS_OR_THRESHOLDS.json]\n"
     "                    [--backend libtorch|openvino] [--onnx MODEL.onnx]\n"
-    "                    (default images: the spec's validation images)\n"
+    "                    [--out-annotations DRAFT.json]\n"
+    "                    (default images: the spec's validation images; --image-dir is\n"
+    "                    --images; DRAFT.json: the detections as COCO annotations to correct)\n"
     "       mrcnn-engine --spec SPEC --task evaluate [--run-dir DIR] [--checkpoint FILE]\n"
     "                    [--backend libtorch|openvino] [--onnx MODEL.onnx]\n"
     "       mrcnn-engine --task evaluate --annotations GT.json --results DT.json\n"
@@ -55,6 +57,8 @@ constexpr const char* kUsage =
     "                    [--output-dir DIR] [--score-threshold S] [--top N]\n"
     "       mrcnn-engine --spec SPEC --task label_check [--split train|val]\n"
     "                    [--annotations GT.json --image-dir DIR] [--checkpoint FILE]\n"
+    "                    [--folds K [--fold-steps N]]   (K models, each trained on the\n"
+    "                    other folds: out-of-sample detections; the train split by default)\n"
     "                    [--output-dir DIR] [--score-threshold S] [--top N]\n"
     "                    (likely label mistakes from a model's detections: mistakes.json,\n"
     "                    default DIR: RUN_DIR/label_check, or beside GT.json on files)\n"
@@ -103,7 +107,10 @@ const std::set<std::string> kValueOptions = {"--spec",
                                              "--seed",
                                              "--labels",
                                              "--score-threshold",
-                                             "--top"};
+                                             "--top",
+                                             "--out-annotations",
+                                             "--folds",
+                                             "--fold-steps"};
 // Options without a value.
 const std::set<std::string> kFlags = {"--gen-ds-config", "--profile", "--copy-images"};
 
@@ -207,6 +214,24 @@ std::optional<LabelCheckOptions> labelCheckOptions(const std::map<std::string, s
       err << "mrcnn-engine: --split " << o.split
           << ": label_check takes --split train or val, with --spec and without --annotations\n";
       return std::nullopt;
+    }
+  }
+  if (has("--folds") || has("--fold-steps")) {
+    const std::optional<int64_t> folds = has("--folds") ? wholeNumber(get("--folds"), 2) : std::nullopt;
+    if (!spec || !folds || *folds > 100) {
+      err << "mrcnn-engine: label_check --folds K (2 to 100) trains K models from the spec: it "
+             "needs --spec, and --fold-steps needs --folds\n";
+      return std::nullopt;
+    }
+    o.folds = static_cast<uint32_t>(*folds);
+    if (!has("--split") && o.annotations.empty()) o.split = "train";
+    if (has("--fold-steps")) {
+      const std::optional<int64_t> steps = wholeNumber(get("--fold-steps"), 1);
+      if (!steps) {
+        err << "mrcnn-engine: --fold-steps " << get("--fold-steps") << ": a whole number from 1\n";
+        return std::nullopt;
+      }
+      o.fold_steps = static_cast<uint64_t>(*steps);
     }
   }
   if (has("--score-threshold")) {
@@ -428,7 +453,12 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
   }
   if (task == "inference") {
     InferenceOptions inference;
-    inference.images = get("--images");
+    if (values.count("--images") && values.count("--image-dir")) {
+      err << "mrcnn-engine: inference takes --images or --image-dir (the same), not both\n";
+      return kExitUsage;
+    }
+    inference.images = values.count("--image-dir") ? get("--image-dir") : get("--images");
+    inference.out_annotations = get("--out-annotations");
     inference.out = get("--out");
     inference.events = true;
     inference.backend = backend;

@@ -90,6 +90,7 @@ int runTask(const TaskEntry& entry, const TaskOptions& options, std::ostream& ou
   if (entry.events) {
     train::EventWriterOptions writer_options;
     if (entry.configure_events) entry.configure_events(writer_options, has_run_dir);
+    if (!options.events_to_stdout) writer_options.stdout_fd = -1;
     if (has_run_dir) {
       std::error_code ec;
       fs::create_directories(run_dir, ec);

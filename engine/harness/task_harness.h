@@ -36,6 +36,9 @@ struct TaskOptions {
   std::vector<std::string> overrides;
   std::filesystem::path checkpoint;  // --checkpoint: weights instead of the run's or the spec's
   TestFaults test_faults;
+  // False for a task another runs inside its own (label_check training its folds): the
+  // events go to the run directory only, stdout carries the outer task's.
+  bool events_to_stdout = true;
 };
 
 // Where a task's events go besides stdout.

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -30,6 +31,7 @@
 #include "engine/inference/image_input.h"
 #include "engine/inference/libtorch_backend.h"
 #include "engine/inference/openvino_backend.h"
+#include "engine/inference/draft_annotations.h"
 #include "engine/inference/overlay.h"
 #include "engine/model/postprocess.h"
 #include "engine/setup/categories.h"
@@ -57,14 +59,16 @@ class ResultWriter {
  public:
   ResultWriter(io::JsonWriter& json, const std::vector<Category>& categories,
                const std::map<std::string, int64_t>& image_ids, fs::path out_dir,
-               double overlay_threshold, const eval::ClassThresholds& thresholds, bool overlays)
+               double overlay_threshold, const eval::ClassThresholds& thresholds, bool overlays,
+               DraftAnnotations* drafts)
       : json_(json),
         categories_(categories),
         image_ids_(image_ids),
         out_dir_(std::move(out_dir)),
         overlay_threshold_(overlay_threshold),
         thresholds_(thresholds),
-        overlays_(overlays) {
+        overlays_(overlays),
+        drafts_(drafts) {
     for (const Category& c : categories_)
       category_ids_.push_back(c.id);
   }
@@ -77,6 +81,7 @@ class ResultWriter {
     const model::ImageDetections& result = image.detections;
     const std::vector<CocoInstance> instances = cocoInstances(result, category_ids_);
     std::vector<OverlayInstance> overlay;
+    std::vector<const CocoInstance*> drafted;
     for (size_t k = 0; k < instances.size(); ++k) {
       const CocoInstance& ci = instances[k];
       // The class's threshold, where one is in force, decides what is kept and drawn.
@@ -105,6 +110,7 @@ class ResultWriter {
       json_.endObject();
       ++detections_;
       if (has_threshold || ci.score >= overlay_threshold_) {
+        drafted.push_back(&ci);
         const auto& name = categories_.at(static_cast<size_t>(ci.label)).name;
         overlay.push_back({static_cast<float>(ci.bbox[0]), static_cast<float>(ci.bbox[1]),
                            static_cast<float>(ci.bbox[0] + ci.bbox[2]),
@@ -115,6 +121,10 @@ class ResultWriter {
                                : nullptr,
                            has_threshold ? static_cast<float>(threshold->second) : -1.0f});
       }
+    }
+    if (drafts_) {
+      drafts_->add(image_id, relative.generic_string(), static_cast<uint32_t>(image.original.cols),
+                   static_cast<uint32_t>(image.original.rows), drafted);
     }
     if (!overlays_) return 0;
     cv::Mat drawn = image.original.clone();
@@ -146,6 +156,7 @@ class ResultWriter {
   double overlay_threshold_;
   const eval::ClassThresholds& thresholds_;
   bool overlays_;
+  DraftAnnotations* drafts_;
   std::vector<int64_t> category_ids_;
   int64_t next_id_ = 1;
   int64_t detections_ = 0;
@@ -298,8 +309,15 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
   std::ostringstream results;
   io::JsonWriter json(results);
   json.beginArray();
+  std::optional<DraftAnnotations> drafts;
+  if (!inference.out_annotations.empty()) {
+    std::vector<std::pair<int64_t, std::string>> named;
+    for (size_t l = 1; l < categories.size(); ++l) named.emplace_back(categories[l].id, categories[l].name);
+    drafts.emplace(std::move(named));
+  }
   ResultWriter writer{json,       categories, image_ids,         out_dir,
-                      inference.overlay_threshold, thresholds, inference.overlays};
+                      inference.overlay_threshold, thresholds, inference.overlays,
+                      drafts ? &*drafts : nullptr};
   const size_t batch_size = std::max<uint32_t>(1, s.eval_batch_size());
   const auto started = std::chrono::steady_clock::now();
   const auto seconds = [&] {
@@ -367,6 +385,12 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
   try {
     io::writeFileAtomic(results_path, results.str());
     io::writeFileAtomic(out_dir / "categories.json", cats.str());
+    if (drafts) {
+      std::error_code made;
+      if (inference.out_annotations.has_parent_path())
+        fs::create_directories(inference.out_annotations.parent_path(), made);
+      io::writeFileAtomic(inference.out_annotations, drafts->json());
+    }
   } catch (const std::exception& e) {
     return report.fail(e, "write_failed", "--out: ", kExitBadData);
   }
@@ -388,6 +412,10 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
     summary << " (" << writer.dropped() << " more below their class's threshold dropped)";
   summary << " in " << took << " s (" << backend->description() << "); results "
           << results_path.string() << "; overlays in " << out_dir.string();
+  if (drafts) {
+    summary << "; draft annotations (" << drafts->annotations() << ") in "
+            << inference.out_annotations.string();
+  }
   if (report.events()) {
     report.write(train::doneEvent(status, summary.str(), report.elapsed()));
   } else {

@@ -28,6 +28,9 @@ struct InferenceOptions {
   // json's image id: a data set's split run as it is listed. Empty: the files of `images`.
   std::filesystem::path image_list;
   bool overlays = true;  // an overlay image per input (false: results.json only)
+  // Model-assisted labelling: the detections kept (a class's --thresholds threshold, else
+  // overlay_threshold) also as a COCO annotation file, masks as polygons, each with its score.
+  std::filesystem::path out_annotations;
   std::filesystem::path out;       // empty: <run dir>/inference
   double overlay_threshold = 0.5;  // detections drawn on the overlays score at least this
   // Per-class score thresholds (eval/class_thresholds.h): detections of a class listed there
@@ -136,6 +139,10 @@ struct LabelCheckOptions {
   std::filesystem::path output_dir;   // empty: <run dir>/label_check, or beside the annotations
   double score_threshold = 0.5;       // a detection this sure is evidence on its own
   size_t top = 20;                    // entries printed
+  // Spec mode: out-of-sample detections from `folds` models (0: the spec's model once), each
+  // trained `fold_steps` steps (0: the spec's total_steps) on the other folds.
+  uint32_t folds = 0;
+  uint64_t fold_steps = 0;
 };
 
 // Likely label mistakes of annotations from a results file (no model): mistakes.json and

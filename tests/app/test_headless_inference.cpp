@@ -173,6 +173,98 @@ class HeadlessInferenceTest : public QObject, mrcnn::testing::TrainedRunFixture 
              qPrintable(usage.err));
   }
 
+  // --folds: out-of-sample detections on the train split from 2 models, each trained on the
+  // other fold; every train image checked by the model that did not see it; a second run
+  // resumes (each fold's run is finished: nothing is trained again).
+  void labelCheckFoldsTrainOnTheOtherFolds() {
+    const TrainedRun& t = trained();
+    QVERIFY2(t.first.code == 0, qPrintable(t.first.err));
+    const QString out = t.dir.filePath("check-folds");
+    const QStringList args = engineArgs({"--task", "label_check", "--folds", "2", "--fold-steps",
+                                         "2", "--output-dir", out, "--score-threshold", "0.05"});
+    const Run r = engine(args);
+    QVERIFY2(r.code == 0, qPrintable(r.out.right(3000) + r.err));
+    QSet<int> train_ids, seen;
+    const QJsonObject mistakes = QJsonDocument::fromJson(readFile(out + "/mistakes.json")).object();
+    for (const QJsonValue& im :
+         QJsonDocument::fromJson(readFile(mistakes["annotations"].toString())).object()["images"].toArray())
+      train_ids.insert(im["id"].toInt());
+    QCOMPARE(train_ids.size(), 6);
+    for (int f = 1; f <= 2; ++f) {
+      const QString dir = out + "/folds/fold-" + QString::number(f);
+      QSet<int> held, trained_on;
+      for (const QJsonValue& im : QJsonDocument::fromJson(readFile(dir + "/heldout.json")).object()["images"].toArray())
+        held.insert(im["id"].toInt());
+      for (const QJsonValue& im : QJsonDocument::fromJson(readFile(dir + "/train.json")).object()["images"].toArray())
+        trained_on.insert(im["id"].toInt());
+      QCOMPARE(held.size(), 3);
+      QVERIFY(!held.intersects(trained_on));
+      QCOMPARE(held + trained_on, train_ids);
+      QVERIFY(!seen.intersects(held));
+      seen += held;
+      QVERIFY2(QFile::exists(dir + "/run/checkpoints/last"), qPrintable(dir));
+      QVERIFY(readFile(dir + "/spec.txt").contains("total_steps: 2"));
+      for (const QJsonValue& v : QJsonDocument::fromJson(readFile(dir + "/inference/results.json")).array())
+        QVERIFY(held.contains(v["image_id"].toInt()));  // each fold checked by its own model
+    }
+    QCOMPARE(seen, train_ids);
+    QString bad;
+    const auto events = eventsOf(r.out.toUtf8(), &bad);
+    QCOMPARE(typesOf(events).count("progress"), 2);  // a fold each
+    QCOMPARE(events.front().total_steps(), 2u);
+    // The same command again: both folds' runs are done, nothing trains again.
+    const QByteArray log1 = readFile(out + "/folds/fold-1/run/events.jsonl");
+    const Run again = engine(args);
+    QVERIFY2(again.code == 0, qPrintable(again.out.right(2000) + again.err));
+    const QByteArray log2 = readFile(out + "/folds/fold-1/run/events.jsonl");
+    QVERIFY(log2.startsWith(log1));
+    QCOMPARE(log2.mid(log1.size()).count("\"type\":\"progress\""), 0);
+  }
+
+  // Model-assisted labelling: the detections on unlabelled images as COCO annotations to
+  // correct (polygons, each with its score, the model's categories), which the dataset
+  // check then reads as any annotation file.
+  void inferenceWritesDraftAnnotations() {
+    const TrainedRun& t = trained();
+    QVERIFY2(t.first.code == 0, qPrintable(t.first.err));
+    const QString val_dir = t.dir.filePath("shapes/images/val");
+    const QString draft = t.dir.filePath("draft/val.json");
+    const Run r = engine(engineArgs({"--task", "inference", "--image-dir", val_dir, "--out",
+                                     t.dir.filePath("draft-out"), "--out-annotations", draft,
+                                     "--overlay-threshold", "0"}));
+    QVERIFY2(r.code == 0, qPrintable(r.out + r.err));
+    QVERIFY2(r.out.contains("draft annotations ("), qPrintable(r.out.right(2000)));
+    const QJsonObject doc = QJsonDocument::fromJson(readFile(draft)).object();
+    const QJsonArray images = doc["images"].toArray();
+    QCOMPARE(images.size(), 3);
+    QSet<int> ids;
+    for (const QJsonValue& im : images) {
+      QVERIFY(QFile::exists(val_dir + "/" + im["file_name"].toString()));
+      QVERIFY(im["width"].toInt() > 0 && im["height"].toInt() > 0);
+      ids.insert(im["id"].toInt());
+    }
+    QStringList names;
+    for (const QJsonValue& c : doc["categories"].toArray()) names << c["name"].toString();
+    QVERIFY2(names.contains("circle") && names.contains("square"), qPrintable(names.join(',')));
+    // Every result at or above the threshold (0 here: all of them) is a draft annotation
+    // unless its mask is a speck.
+    const QJsonArray results =
+        QJsonDocument::fromJson(readFile(t.dir.filePath("draft-out/results.json"))).array();
+    const QJsonArray annotations = doc["annotations"].toArray();
+    QVERIFY(annotations.size() <= results.size());
+    for (const QJsonValue& a : annotations) {
+      QVERIFY(ids.contains(a["image_id"].toInt()));
+      QVERIFY(a["score"].toDouble() > 0 && a["score"].toDouble() <= 1);
+      const QJsonArray polygons = a["segmentation"].toArray();
+      QVERIFY(!polygons.isEmpty());
+      for (const QJsonValue& p : polygons) QVERIFY(p.toArray().size() >= 6);
+      QCOMPARE(a["bbox"].toArray().size(), 4);
+    }
+    const Run stats = engine({"--task", "dataset_stats", "--annotations", draft, "--output-dir",
+                              t.dir.filePath("draft-stats")});
+    QVERIFY2(stats.code == 0, qPrintable(stats.out + stats.err));
+  }
+
   // label_check from the spec: the model runs on the split's images (no overlays), and the
   // finder on its results; mistakes.json and the events in <run>/label_check, image ids the
   // split's own.

@@ -5,10 +5,12 @@
 #include <cmath>
 #include <functional>
 #include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
 #include <random>
 #include <sstream>
 
 #include "io/json_writer.h"
+#include "dataset/mask/mask_polygons.h"
 #include "dataset/mask/rle.h"
 
 using namespace mrcnn::dataset;
@@ -145,6 +147,27 @@ class TestRle : public QObject {
         "{\"s\":\"a\\\"b\\\\c\\n\\u0001\u00e9\",\"n\":null,\"t\":true,\"i\":-3,"
         "\"u\":18446744073709551615,\"d\":[12.0,0.1,-2.5e-300,1e+16],\"e\":{},\"f\":[]}";
     QCOMPARE(text, expected);
+  }
+
+  // A mask as polygons for editing: each region's outline, largest first, which drawn again
+  // covers the region; specks are left out.
+  void maskPolygonsTraceEachRegion() {
+    cv::Mat m = cv::Mat::zeros(60, 80, CV_8UC1);
+    cv::rectangle(m, cv::Rect(5, 5, 10, 8), cv::Scalar(1), cv::FILLED);
+    cv::circle(m, cv::Point(50, 30), 15, cv::Scalar(1), cv::FILLED);
+    m.at<uint8_t>(55, 75) = 1;  // a speck
+    const Rle rle = mrcnn::dataset::encodeMask(m);
+    const std::vector<Polygon> polygons = mrcnn::dataset::polygonsFromMask(rle);
+    QCOMPARE(polygons.size(), size_t{2});
+    for (size_t k = 0; k < 2; ++k) {
+      const Rle drawn = mrcnn::dataset::rleFromPolygon(polygons[k], 60, 80);
+      const Rle region = mrcnn::dataset::merge(std::vector<Rle>{rle, drawn}, true);
+      QVERIFY2(static_cast<double>(mrcnn::dataset::area(region)) >= 0.8 * static_cast<double>(mrcnn::dataset::area(drawn)),
+               qPrintable(QString::number(k)));
+    }
+    const auto box = mrcnn::dataset::toBbox(mrcnn::dataset::rleFromPolygon(polygons[0], 60, 80));
+    QVERIFY2(box[0] > 30 && box[2] > 25, qPrintable(QString::number(box[0])));  // the circle first
+    QVERIFY(mrcnn::dataset::polygonsFromMask(mrcnn::dataset::encodeMask(cv::Mat::zeros(5, 5, CV_8UC1))).empty());
   }
 
   void jsonWriterRejectsMisuse() {
