@@ -54,7 +54,7 @@ constexpr const char* kUsage =
     "                    (another tool's data set into COCO json, one file a split, and\n"
     "                    import_report.json; the format is detected when not given)\n"
     "       mrcnn-engine --task label_check --annotations GT.json --results DT.json\n"
-    "                    [--output-dir DIR] [--score-threshold S] [--top N]\n"
+    "                    [--image-dir DIR] [--output-dir DIR] [--score-threshold S] [--top N]\n"
     "       mrcnn-engine --spec SPEC --task label_check [--split train|val]\n"
     "                    [--annotations GT.json --image-dir DIR] [--checkpoint FILE]\n"
     "                    [--folds K [--fold-steps N]]   (K models, each trained on the\n"

@@ -20,6 +20,7 @@ std::string mistakesJson(const MistakesFile& file) {
   } else {
     w.value(nullptr);
   }
+  if (file.image_dir) w.key("image_dir").value(*file.image_dir);
   w.key("typical_overlap").value(file.typical_overlap);
   w.key("mistakes").beginArray();
   for (const Mistake& m : file.mistakes) {
@@ -137,6 +138,8 @@ MistakesFile readMistakesJson(const std::filesystem::path& path) {
   file.annotations = r.text(r.member(root, "annotations", "top level"), "annotations");
   const element results = r.member(root, "results", "top level");
   if (!results.is_null()) file.results = r.text(results, "results");
+  element image_dir;
+  if (!root["image_dir"].get(image_dir) && !image_dir.is_null()) file.image_dir = r.text(image_dir, "image_dir");
   element typical;
   if (!root["typical_overlap"].get(typical)) file.typical_overlap = r.number(typical, "typical_overlap");
   simdjson::dom::array list;

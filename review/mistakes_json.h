@@ -1,5 +1,6 @@
 // mistakes.json, the label check's output and the label review's input:
-//   {"annotations": "<file>", "results": "<file>" | null, "typical_overlap": 0.87,
+//   {"annotations": "<file>", "results": "<file>" | null, "image_dir": "<folder>" (when
+//    known), "typical_overlap": 0.87,
 //    "mistakes": [{"image_id", "annotation_id" | null, "kind", "score",
 //                  "suggestion": {"category_id", "bbox", "segmentation"} | null, "detail"}]}
 // sorted by score, highest first. A suggestion's segmentation is a compressed RLE
@@ -18,6 +19,7 @@ namespace mrcnn::review {
 struct MistakesFile {
   std::string annotations;
   std::optional<std::string> results;  // none: the model ran inside the check
+  std::optional<std::string> image_dir;  // where the annotations' images are, when known
   double typical_overlap = 0;
   std::vector<Mistake> mistakes;
 };

@@ -76,7 +76,8 @@ std::string topTable(const review::FinderResult& found, const dataset::CocoDatas
 
 // Loads, checks and writes mistakes.json; the table and done event through `report`.
 int checkLabels(const fs::path& annotations, const fs::path& results, bool results_given,
-                const LabelCheckOptions& options, const fs::path& output_dir, TaskReport& report) {
+                const fs::path& image_dir, const LabelCheckOptions& options,
+                const fs::path& output_dir, TaskReport& report) {
   const dataset::CocoDataset gt = dataset::loadCoco(annotations);
   for (const auto& w : gt.warnings())
     report.warn("annotation_warning", annotations.string() + ": " + w.key_path + ": " + w.message);
@@ -109,6 +110,7 @@ int checkLabels(const fs::path& annotations, const fs::path& results, bool resul
   review::MistakesFile file;
   file.annotations = fs::absolute(annotations).lexically_normal().string();
   if (results_given) file.results = fs::absolute(results).lexically_normal().string();
+  if (!image_dir.empty()) file.image_dir = fs::absolute(image_dir).lexically_normal().string();
   file.typical_overlap = found.typical_overlap;
   file.mistakes = found.mistakes;
   const fs::path json = output_dir / "mistakes.json";
@@ -263,8 +265,8 @@ int runLabelCheckFiles(const LabelCheckOptions& options, std::ostream& out, std:
   return runTask(entry, out, err, [&](TaskContext& task) {
     task.report.write(train::startEvent("label_check", "", output_dir.string(), "cpu", 1, 0, 0,
                                         MRCNN_VERSION));
-    return checkLabels(options.annotations, options.results, true, options, output_dir,
-                       task.report);
+    return checkLabels(options.annotations, options.results, true, options.image_dir, options,
+                       output_dir, task.report);
   });
 }
 
@@ -321,7 +323,7 @@ int runLabelCheck(const TaskOptions& options, const LabelCheckOptions& check, st
                                       report.elapsed()));
         return kExitOk;
       }
-      return checkLabels(annotations, results, false, check, output_dir, report);
+      return checkLabels(annotations, results, false, image_dir, check, output_dir, report);
     }
     // The model's detections on those images, into <output dir>/inference.
     InferenceOptions inference;
@@ -339,8 +341,8 @@ int runLabelCheck(const TaskOptions& options, const LabelCheckOptions& check, st
                              inference_err.str() + inference_out.str(),
                          code);
     }
-    return checkLabels(annotations, inference.out / "results.json", false, check, output_dir,
-                       report);
+    return checkLabels(annotations, inference.out / "results.json", false, image_dir, check,
+                       output_dir, report);
   });
 }
 

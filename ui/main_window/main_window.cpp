@@ -39,6 +39,7 @@
 #include "ui/spec_editor/problems_view.h"
 #include "ui/spec_editor/spec_editor.h"
 #include "ui/spec_editor/themed_icon.h"
+#include "ui/label_review/label_review.h"
 #include "ui/warnings/warning_review.h"
 
 namespace mrcnn::ui {
@@ -47,7 +48,8 @@ namespace {
 const char* const kViewNames[MainWindow::kViewCount] = {
     QT_TRANSLATE_NOOP("MainWindow", "Experiments"), QT_TRANSLATE_NOOP("MainWindow", "Runs"),
     QT_TRANSLATE_NOOP("MainWindow", "Dataset"),     QT_TRANSLATE_NOOP("MainWindow", "Predictions"),
-    QT_TRANSLATE_NOOP("MainWindow", "Warnings"),    QT_TRANSLATE_NOOP("MainWindow", "Analysis")};
+    QT_TRANSLATE_NOOP("MainWindow", "Warnings"),    QT_TRANSLATE_NOOP("MainWindow", "Analysis"),
+    QT_TRANSLATE_NOOP("MainWindow", "Label Review")};
 
 MainWindow::RunningEnginesAnswer askAboutRunningEngines(QWidget* parent, int running,
                                                         int timeout_ms) {
@@ -126,6 +128,20 @@ void MainWindow::addOtherViews() {
   addView(View::Warnings, warnings_, tr(kViewNames[4]));
   analysis_ = new AnalysisView(this);
   addView(View::Analysis, analysis_, tr(kViewNames[5]));
+  label_review_ = new LabelReview(this);
+  addView(View::LabelReview, label_review_, tr(kViewNames[6]));
+  connect(label_review_, &LabelReview::useInSpec, this,
+          [this](const QString& original, const QString& reviewed) {
+            const QStringList fields = spec_editor_->replaceAnnotationFile(original, reviewed);
+            if (fields.isEmpty()) {
+              statusBar()->showMessage(
+                  tr("The spec does not name %1: set its annotation file to %2 by hand")
+                      .arg(original, reviewed));
+              return;
+            }
+            showView(View::Experiments);
+            statusBar()->showMessage(tr("%1 now names %2").arg(fields.join(", "), reviewed), 8000);
+          });
 
   // Run: the engine starts in the Runs view, in the run directory the spec names.
   connect(spec_editor_, &SpecEditor::runRequested, this,

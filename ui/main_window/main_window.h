@@ -16,6 +16,7 @@ class QTabWidget;
 namespace mrcnn::ui {
 
 class AnalysisView;
+class LabelReview;
 class DatasetBrowser;
 class NewExperimentWizard;
 class PredictionView;
@@ -32,8 +33,8 @@ class MainWindow : public QMainWindow {
   Q_OBJECT
 
  public:
-  enum class View { Experiments, Runs, Dataset, Predictions, Warnings, Analysis };
-  static constexpr int kViewCount = 6;
+  enum class View { Experiments, Runs, Dataset, Predictions, Warnings, Analysis, LabelReview };
+  static constexpr int kViewCount = 7;
 
   // Closing the window while engines run: the GUI owns them as child processes, so it either
   // stops them (each finishes its step and writes a checkpoint; killed after the stop
@@ -111,6 +112,7 @@ class MainWindow : public QMainWindow {
   PredictionView* predictions_ = nullptr;
   WarningReview* warnings_ = nullptr;
   AnalysisView* analysis_ = nullptr;
+  LabelReview* label_review_ = nullptr;
   PruneFlow* prune_flow_ = nullptr;
   RecentItems* recent_;
   QTabWidget* tabs_;

@@ -247,6 +247,24 @@ void SpecEditor::setText(const QString& text) {
   applyText(text);
 }
 
+QStringList SpecEditor::replaceAnnotationFile(const QString& original, const QString& replacement) {
+  validateNow();
+  const QString wanted = QFileInfo(original).absoluteFilePath();
+  const spec::Resolved& r = loaded_.resolved;
+  QString patched = text();
+  QStringList changed;
+  for (const auto& [field, path] :
+       {std::pair{QStringLiteral("data_config.train_json_file"), r.train_json_file},
+        std::pair{QStringLiteral("data_config.val_json_file"), r.val_json_file}}) {
+    if (path.empty() || QFileInfo(QString::fromStdString(path.string())).absoluteFilePath() != wanted)
+      continue;
+    patched = spectext::setField(patched, field, spectext::quoted(replacement));
+    changed << field;
+  }
+  if (!changed.isEmpty()) applyText(patched);
+  return changed;
+}
+
 void SpecEditor::applyText(const QString& replacement) {
   const QString current = text();
   if (replacement == current) return;

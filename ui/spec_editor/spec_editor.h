@@ -68,6 +68,12 @@ class SpecEditor : public QWidget {
   // The spec as last parsed (what the form shows).
   const spec::LoadedSpec& loaded() const { return loaded_; }
 
+  // Points the spec's data at a corrected copy of an annotation file: each of
+  // data_config.train_json_file and val_json_file that names `original` now names
+  // `replacement` (one undoable edit). Returns the fields changed (none when the spec does
+  // not name the file, e.g. a generated shapes dataset).
+  QStringList replaceAnnotationFile(const QString& original, const QString& replacement);
+
   // The task Run starts: train, evaluate, inference, dataset_convert or export.
   QString task() const;
   void setTask(const QString& task);
