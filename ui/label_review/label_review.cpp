@@ -9,6 +9,7 @@
 #include <QPushButton>
 #include <QShortcut>
 #include <QSplitter>
+#include <QStackedWidget>
 #include <QTreeWidget>
 #include <QVBoxLayout>
 #include <cmath>
@@ -16,6 +17,7 @@
 
 #include "dataset/coco/coco.h"
 #include "dataset/mask/mask_polygons.h"
+#include "ui/annotation_editor/annotation_editor.h"
 #include "ui/common/background.h"
 #include "ui/common/coco_overlay.h"
 #include "ui/common/image_file.h"
@@ -129,6 +131,17 @@ LabelReview::LabelReview(QWidget* parent) : QWidget(parent) {
   list_->header()->setStretchLastSection(true);
   view_ = new ImageView(this);
   view_->setShowImageBounds(true);
+  editor_ = new AnnotationEditor(this);
+  stack_ = new QStackedWidget(this);
+  stack_->addWidget(view_);
+  stack_->addWidget(editor_);
+  edit_ = new QPushButton(tr("&Edit"), this);
+  edit_->setCheckable(true);
+  edit_->setToolTip(tr("Edit this image's annotations by hand (E): drag vertices, double-click "
+                       "an edge to add one, Delete, P draws a polygon, B a box; Ctrl+Z undoes"));
+  edit_class_ = new QComboBox(this);
+  edit_class_->setToolTip(tr("The class of the selected instance and of new ones"));
+  edit_class_->setVisible(false);
   detail_ = new QLabel(this);
   detail_->setWordWrap(true);
   detail_->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -148,13 +161,16 @@ LabelReview::LabelReview(QWidget* parent) : QWidget(parent) {
   buttons->addWidget(accept_);
   buttons->addWidget(reject_);
   buttons->addWidget(skip_);
+  buttons->addSpacing(16);
+  buttons->addWidget(edit_);
+  buttons->addWidget(edit_class_);
   buttons->addStretch(1);
   buttons->addWidget(save_);
   buttons->addWidget(use_);
   auto* right = new QWidget(this);
   auto* right_layout = new QVBoxLayout(right);
   right_layout->setContentsMargins(0, 0, 0, 0);
-  right_layout->addWidget(view_, 1);
+  right_layout->addWidget(stack_, 1);
   right_layout->addWidget(detail_);
   right_layout->addLayout(buttons);
   auto* split = new QSplitter(Qt::Horizontal, this);
@@ -176,6 +192,22 @@ LabelReview::LabelReview(QWidget* parent) : QWidget(parent) {
   connect(use_, &QPushButton::clicked, this, [this] {
     if (!saved_.isEmpty()) emit useInSpec(QString::fromStdString(mistakes_.annotations), saved_);
   });
+  connect(edit_, &QPushButton::toggled, this, &LabelReview::setEditing);
+  connect(edit_class_, &QComboBox::activated, this, [this](int i) {
+    editor_->setCurrentCategory(edit_class_->itemData(i).toLongLong());
+  });
+  connect(editor_, &AnnotationEditor::selectionChanged, this, [this](std::optional<int64_t> id) {
+    if (!id || !annotations_) return;
+    if (const Annotation* a = annotations_->find(*id)) {
+      const int i = edit_class_->findData(QVariant::fromValue<qlonglong>(a->category_id));
+      if (i >= 0) edit_class_->setCurrentIndex(i);
+    }
+  });
+  connect(editor_, &AnnotationEditor::message, this, &LabelReview::setStatus);
+  connect(editor_, &AnnotationEditor::annotationsChanged, this, [this] {
+    if (annotations_)
+      setStatus(tr("%1 edits in %2").arg(annotations_->changes()).arg(QString::fromStdString(annotations_->journalPath().string())));
+  });
   connect(kind_filter_, &QComboBox::currentIndexChanged, this, &LabelReview::fillList);
   connect(class_filter_, &QComboBox::currentIndexChanged, this, &LabelReview::fillList);
   connect(list_, &QTreeWidget::currentItemChanged, this, [this](QTreeWidgetItem* item) {
@@ -184,12 +216,42 @@ LabelReview::LabelReview(QWidget* parent) : QWidget(parent) {
   for (const auto& [key, action] :
        {std::pair{Qt::Key_A, std::function<void()>([this] { accept(); })},
         std::pair{Qt::Key_R, std::function<void()>([this] { reject(); })},
-        std::pair{Qt::Key_S, std::function<void()>([this] { skip(); })}}) {
+        std::pair{Qt::Key_S, std::function<void()>([this] { skip(); })},
+        std::pair{Qt::Key_E, std::function<void()>([this] { edit_->toggle(); })}}) {
     auto* shortcut = new QShortcut(QKeySequence(key), this);
     shortcut->setContext(Qt::WidgetWithChildrenShortcut);
     connect(shortcut, &QShortcut::activated, this, action);
   }
-  for (QPushButton* b : {accept_, reject_, skip_, save_}) b->setEnabled(false);
+  for (QPushButton* b : {accept_, reject_, skip_, save_, edit_}) b->setEnabled(false);
+}
+
+bool LabelReview::editing() const { return stack_->currentWidget() == editor_; }
+
+void LabelReview::setEditing(bool on) {
+  if (on && (!annotations_ || current_ < 0 || view_->image().isNull())) on = false;
+  if (edit_->isChecked() != on) {
+    const QSignalBlocker block(edit_);
+    edit_->setChecked(on);
+  }
+  edit_class_->setVisible(on);
+  // A/R/S decide findings; in the editor the keys are the editor's.
+  for (QPushButton* b : {accept_, reject_, skip_}) b->setEnabled(!on && annotations_);
+  if (!on) {
+    stack_->setCurrentWidget(view_);
+    if (current_ >= 0) showFinding(current_);  // the edits drawn in the review's view
+    return;
+  }
+  const Mistake& m = mistakes_.mistakes[static_cast<size_t>(current_)];
+  std::vector<std::pair<int64_t, QString>> categories;
+  edit_class_->clear();
+  for (const auto& c : coco_->categories()) {
+    categories.emplace_back(c.id, QString::fromStdString(c.name));
+    edit_class_->addItem(QString::fromStdString(c.name), QVariant::fromValue<qlonglong>(c.id));
+  }
+  editor_->setImage(view_->image(), annotations_.get(), m.image_id, std::move(categories));
+  if (m.annotation_id) editor_->select(*m.annotation_id);
+  stack_->setCurrentWidget(editor_);
+  editor_->setFocus();
 }
 
 LabelReview::~LabelReview() { waitForBackground(pool_); }
@@ -249,7 +311,8 @@ bool LabelReview::openMistakes(const QString& path, const QString& image_dir, QS
                 .arg(annotations_->changes())
                 .arg(QString::fromStdString(annotations_->journalPath().string()),
                      note.isEmpty() ? QString() : " — " + note));
-  for (QPushButton* b : {accept_, reject_, skip_, save_}) b->setEnabled(true);
+  setEditing(false);
+  for (QPushButton* b : {accept_, reject_, skip_, save_, edit_}) b->setEnabled(true);
   // Resume: the first finding without a decision.
   next();
   emit opened(path);
@@ -326,6 +389,13 @@ bool LabelReview::select(int index) {
 }
 
 void LabelReview::showFinding(int index) {
+  if (editing()) {  // another finding: the editor's image is no longer the one shown
+    const QSignalBlocker block(edit_);
+    edit_->setChecked(false);
+    edit_class_->setVisible(false);
+    stack_->setCurrentWidget(view_);
+    for (QPushButton* b : {accept_, reject_, skip_}) b->setEnabled(true);
+  }
   current_ = index;
   const Mistake m = mistakes_.mistakes[static_cast<size_t>(index)];
   QString suggestion;
@@ -437,7 +507,7 @@ bool LabelReview::applySuggestion(const Mistake& m, QString* why) {
 }
 
 bool LabelReview::accept() {
-  if (!annotations_ || current_ < 0) return false;
+  if (!annotations_ || current_ < 0 || editing()) return false;
   const Mistake m = mistakes_.mistakes[static_cast<size_t>(current_)];
   try {
     QString why;
@@ -457,7 +527,7 @@ void LabelReview::reject() { decide(Decision::kRejected); }
 void LabelReview::skip() { decide(Decision::kSkipped); }
 
 void LabelReview::decide(Decision d) {
-  if (!annotations_ || current_ < 0) return;
+  if (!annotations_ || current_ < 0 || editing()) return;
   try {
     annotations_->decide(key(mistakes_.mistakes[static_cast<size_t>(current_)]), d);
   } catch (const std::exception& e) {

@@ -6,7 +6,8 @@
 // duplicate annotation), Reject (R) marks it reviewed, Skip (S) moves on. Every edit and
 // decision goes to the annotations' journal as it is made (review/annotation_set.h), so the
 // review resumes where it stopped; Save writes the corrected copy beside the original, and
-// Use in Spec points the spec being edited at it.
+// Use in Spec points the spec being edited at it. Edit (E) opens the image in the annotation
+// editor (ui/annotation_editor) for changes of any kind, journalled the same way.
 #pragma once
 
 #include <QThreadPool>
@@ -20,6 +21,7 @@
 class QComboBox;
 class QLabel;
 class QPushButton;
+class QStackedWidget;
 class QTreeWidget;
 
 namespace mrcnn::dataset {
@@ -28,6 +30,7 @@ class CocoDataset;
 
 namespace mrcnn::ui {
 
+class AnnotationEditor;
 class ImageView;
 
 class LabelReview : public QWidget {
@@ -45,6 +48,11 @@ class LabelReview : public QWidget {
 
   QTreeWidget* list() const { return list_; }
   ImageView* imageView() const { return view_; }
+  AnnotationEditor* editor() const { return editor_; }
+  // Edit mode: the current image's annotations in the editor (any change, not only the
+  // suggestions); off: back to the review's view of them.
+  void setEditing(bool on);
+  bool editing() const;
   QComboBox* kindFilter() const { return kind_filter_; }
   QComboBox* classFilter() const { return class_filter_; }
   QString statusText() const;
@@ -104,6 +112,10 @@ class LabelReview : public QWidget {
   QPushButton* skip_;
   QPushButton* save_;
   QPushButton* use_;
+  QPushButton* edit_;
+  QComboBox* edit_class_;
+  QStackedWidget* stack_;
+  AnnotationEditor* editor_;
   QString saved_;  // the reviewed copy last written
   QThreadPool pool_;
 };
