@@ -173,7 +173,11 @@ Annotation parseAnnotation(std::string_view json, const std::string& place) {
   return fromElement(e, place);
 }
 
-fs::path AnnotationSet::journalPath() const { return withSuffix(path_, ".changes.jsonl"); }
+fs::path journalPathOf(const fs::path& annotations) {
+  return withSuffix(annotations, ".changes.jsonl");
+}
+
+fs::path AnnotationSet::journalPath() const { return journalPathOf(path_); }
 fs::path AnnotationSet::reviewedPath() const { return withSuffix(path_, ".reviewed.json"); }
 
 namespace {

@@ -98,6 +98,9 @@ class AnnotationSet {
   std::string journal_warning_;
 };
 
+// Where the journal of an annotation file is: "<name>.changes.jsonl" beside it.
+std::filesystem::path journalPathOf(const std::filesystem::path& annotations);
+
 // An annotation object (COCO JSON) read back; throws std::runtime_error with `place`.
 Annotation parseAnnotation(std::string_view json, const std::string& place);
 

@@ -12,6 +12,7 @@
 #include <QPushButton>
 #include <QScrollArea>
 #include <QSplitter>
+#include <QStackedWidget>
 #include <QTabWidget>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -19,6 +20,8 @@
 #include "dataset/shapes/shapes_generator.h"
 #include "dataset/stats/spec_anchors.h"
 #include "specs/spec.h"
+#include "ui/annotation_editor/annotation_editor.h"
+#include "ui/common/annotation_overlay.h"
 #include "ui/common/background.h"
 #include "ui/common/coco_overlay.h"
 #include "ui/common/image_file.h"
@@ -83,6 +86,21 @@ DatasetBrowser::DatasetBrowser(QWidget* parent) : QWidget(parent) {
           });
 
   view_ = new ImageView(this);
+  editor_ = new AnnotationEditor(this);
+  image_stack_ = new QStackedWidget(this);
+  image_stack_->addWidget(view_);
+  image_stack_->addWidget(editor_);
+  edit_ = new QPushButton(tr("Edit"), this);
+  edit_->setCheckable(true);
+  edit_->setToolTip(tr("Edit this image's annotations: drag vertices, double-click an edge to "
+                       "add one, Delete, P draws a polygon, B a box, Ctrl+Z undoes. The file is "
+                       "never written: changes go to its journal (<file>.changes.jsonl)"));
+  save_ = new QPushButton(tr("Save Reviewed Copy"), this);
+  save_->setToolTip(tr("Write the edited annotations beside the file (<file>.reviewed.json)"));
+  save_->setEnabled(false);
+  connect(edit_, &QPushButton::toggled, this, &DatasetBrowser::setEditing);
+  connect(save_, &QPushButton::clicked, this, [this] { saveReviewed(); });
+  connect(editor_, &AnnotationEditor::message, status_, &QLabel::setText);
   layers_ = new LayerControls(this);
   connect(layers_, &LayerControls::layersChanged, view_, &ImageView::setLayers);
   view_->setLayers(layers_->layers());
@@ -104,8 +122,12 @@ DatasetBrowser::DatasetBrowser(QWidget* parent) : QWidget(parent) {
   auto* image_page = new QWidget(this);
   auto* right_layout = new QVBoxLayout(image_page);
   right_layout->setContentsMargins(0, 0, 0, 0);
-  right_layout->addWidget(layers_);
-  right_layout->addWidget(view_, 1);
+  auto* image_bar = new QHBoxLayout;
+  image_bar->addWidget(layers_, 1);
+  image_bar->addWidget(edit_);
+  image_bar->addWidget(save_);
+  right_layout->addLayout(image_bar);
+  right_layout->addWidget(image_stack_, 1);
   // The image with its ground truth, or the dataset check of the whole file.
   stats_ = new DatasetStatsView(this);
   tabs_ = new QTabWidget(this);
@@ -127,6 +149,62 @@ DatasetBrowser::DatasetBrowser(QWidget* parent) : QWidget(parent) {
   layout->addWidget(splitter, 1);
   layout->addWidget(status_);
   status_->setText(tr("Open a COCO annotation file and its image folder."));
+}
+
+bool DatasetBrowser::editing() const { return image_stack_->currentWidget() == editor_; }
+
+void DatasetBrowser::leaveEditor() {
+  const QSignalBlocker block(edit_);
+  edit_->setChecked(false);
+  image_stack_->setCurrentWidget(view_);
+}
+
+void DatasetBrowser::setEditing(bool on) {
+  const auto dataset = model_->dataset();
+  if (on && (!dataset || current_image_id_ < 0 || view_->image().isNull())) on = false;
+  if (on && !edits_) {
+    try {
+      edits_ = std::make_unique<review::AnnotationSet>(
+          review::AnnotationSet::open(dataset->annotations.toStdString()));
+    } catch (const std::exception& e) {
+      status_->setText(tr("Cannot edit: %1").arg(QString::fromUtf8(e.what())));
+      on = false;
+    }
+  }
+  if (edit_->isChecked() != on) {
+    const QSignalBlocker block(edit_);
+    edit_->setChecked(on);
+  }
+  if (!on) {
+    if (editing()) {
+      leaveEditor();
+      const QModelIndex current = grid_->currentIndex();
+      if (current.isValid()) showRow(current.row());  // drawn again with the edits
+    }
+    return;
+  }
+  std::vector<std::pair<int64_t, QString>> categories;
+  for (const auto& c : dataset->coco.categories())
+    categories.emplace_back(c.id, QString::fromStdString(c.name));
+  editor_->setImage(view_->image(), edits_.get(), current_image_id_, std::move(categories));
+  image_stack_->setCurrentWidget(editor_);
+  save_->setEnabled(true);
+  editor_->setFocus();
+  status_->setText(tr("Editing: changes go to %1").arg(QString::fromStdString(edits_->journalPath().string())));
+}
+
+QString DatasetBrowser::saveReviewed(QString* error) {
+  if (!edits_) return {};
+  try {
+    const QString path = QString::fromStdString(edits_->saveReviewed().string());
+    status_->setText(tr("Saved the edited annotations to %1 (%2 edits)").arg(path).arg(edits_->changes()));
+    return path;
+  } catch (const std::exception& e) {
+    const QString message = tr("Cannot save: %1").arg(QString::fromUtf8(e.what()));
+    status_->setText(message);
+    if (error) *error = message;
+    return {};
+  }
 }
 
 void DatasetBrowser::showStatistics() {
@@ -243,7 +321,20 @@ void DatasetBrowser::datasetReady(std::shared_ptr<const BrowsedDataset> dataset,
     return;
   }
   current_image_id_ = -1;
+  leaveEditor();
   view_->clear();
+  // A file edited before (its journal beside it) is shown as edited.
+  edits_.reset();
+  save_->setEnabled(false);
+  try {
+    const std::filesystem::path json = dataset->annotations.toStdString();
+    if (std::filesystem::exists(review::journalPathOf(json))) {
+      edits_ = std::make_unique<review::AnnotationSet>(review::AnnotationSet::open(json));
+      save_->setEnabled(true);
+    }
+  } catch (const std::exception& e) {
+    status_->setText(tr("Its edits cannot be read: %1").arg(QString::fromUtf8(e.what())));
+  }
   model_->setDataset(dataset);
   stats_->showStats(dataset->stats.sets.empty() ? nullptr : &dataset->stats.sets.front(),
                     dataset->stats.problems, dataset->anchors_source);
@@ -327,9 +418,16 @@ void DatasetBrowser::showRow(int row) {
   const uint64_t generation = ++image_generation_;
   const QString path = imagePath(dataset->image_dir, image);
   const int64_t id = image.id;
+  leaveEditor();  // another image: the editor's is no longer shown
+  // With edits, the annotations as they now stand.
+  std::optional<std::vector<review::Annotation>> edited;
+  if (edits_) {
+    edited.emplace();
+    for (const review::Annotation* a : edits_->ofImage(id)) edited->push_back(*a);
+  }
   runInBackground(
       pool_, this,
-      [dataset, index, path] {
+      [dataset, index, path, edited] {
         LoadedImage out;
         ImageFile file = readImageFile(path);
         out.image = std::move(file.image);
@@ -341,7 +439,13 @@ void DatasetBrowser::showRow(int row) {
               QImage(static_cast<int>(im.width), static_cast<int>(im.height), QImage::Format_RGB32);
           out.image.fill(QColor(96, 96, 96));
         }
-        out.instances = groundTruthInstances(dataset->coco, index);
+        if (edited) {
+          const auto& im = dataset->coco.images()[index];
+          for (const review::Annotation& a : *edited)
+            out.instances.push_back(annotationOverlay(a, dataset->coco, im.height, im.width));
+        } else {
+          out.instances = groundTruthInstances(dataset->coco, index);
+        }
         return out;
       },
       [this, generation, id, path](LoadedImage loaded) {

@@ -12,9 +12,12 @@
 #include <memory>
 
 #include "dataset/stats/dataset_stats.h"
+#include "review/annotation_set.h"
 #include "ui/common/overlay.h"
 
 class QComboBox;
+class QPushButton;
+class QStackedWidget;
 class QLabel;
 class QLineEdit;
 class QListView;
@@ -23,6 +26,7 @@ class QTabWidget;
 namespace mrcnn::ui {
 
 struct BrowsedDataset;
+class AnnotationEditor;
 class DatasetStatsView;
 class ImageListModel;
 class ImageView;
@@ -50,6 +54,17 @@ class DatasetBrowser : public QWidget {
   ImageListModel* model() const { return model_; }
   QListView* grid() const { return grid_; }
   ImageView* imageView() const { return view_; }
+  AnnotationEditor* editor() const { return editor_; }
+  // Edit mode: the shown image's annotations in the annotation editor; every change goes to
+  // the file's journal (<json>.changes.jsonl; the file itself is never written) and the
+  // browser shows the annotations as edited from then on. Save Reviewed Copy writes them
+  // beside the file.
+  void setEditing(bool on);
+  bool editing() const;
+  // The edits of the open file (null before the first edit mode, or when its journal was
+  // there before: then opened with the file).
+  const review::AnnotationSet* edits() const { return edits_.get(); }
+  QString saveReviewed(QString* error = nullptr);
   LayerControls* layerControls() const { return layers_; }
   // The Statistics tab (the dataset check of the file) and the tabs it sits in.
   DatasetStatsView* statsView() const { return stats_; }
@@ -81,6 +96,7 @@ class DatasetBrowser : public QWidget {
   void fillCategories();
   void applyFilter();
   void showRow(int row);
+  void leaveEditor();  // back to the view, without drawing again
 
   QThreadPool pool_;  // the json and the selected image; thumbnails have their own
   ThumbnailCache* thumbnails_;
@@ -93,6 +109,11 @@ class DatasetBrowser : public QWidget {
   QTabWidget* tabs_ = nullptr;
   QLabel* status_;
   ImageView* view_;
+  AnnotationEditor* editor_;
+  QStackedWidget* image_stack_;
+  QPushButton* edit_;
+  QPushButton* save_;
+  std::unique_ptr<review::AnnotationSet> edits_;
   LayerControls* layers_;
   int loading_ = 0;
   uint64_t open_generation_ = 0;   // a later openDataset wins over an earlier one

@@ -18,6 +18,7 @@
 #include "dataset/coco/coco.h"
 #include "dataset/mask/mask_polygons.h"
 #include "ui/annotation_editor/annotation_editor.h"
+#include "ui/common/annotation_overlay.h"
 #include "ui/common/background.h"
 #include "ui/common/coco_overlay.h"
 #include "ui/common/image_file.h"
@@ -65,28 +66,6 @@ QString decisionTitle(std::optional<Decision> d) {
 
 // The suggestion's colour: unlike any category's, so it reads as "not in the labels yet".
 QColor suggestionColour() { return QColor(40, 220, 120); }
-
-// An annotation's pixels (polygons rasterised as pycocotools does, or its mask).
-cv::Mat annotationMask(const Annotation& a, uint32_t h, uint32_t w) {
-  if (a.rle && a.rle->h == h && a.rle->w == w) return dataset::decodeMask(*a.rle);
-  if (!a.polygons.empty()) return dataset::decodeMask(dataset::rleFromPolygons(a.polygons, h, w));
-  return {};
-}
-
-OverlayInstance overlayOf(const Annotation& a, const dataset::CocoDataset& coco, uint32_t h,
-                          uint32_t w, bool highlight) {
-  OverlayInstance i;
-  i.id = a.id;
-  i.category_id = a.category_id;
-  i.box = QRectF(a.bbox[0], a.bbox[1], a.bbox[2], a.bbox[3]);
-  i.colour = highlight ? highlightColour() : categoryColour(a.category_id);
-  i.label = categoryName(coco, a.category_id);
-  i.crowd = a.iscrowd;
-  i.highlight = highlight;
-  const cv::Mat mask = annotationMask(a, h, w);
-  if (!mask.empty()) setMask(i, mask);
-  return i;
-}
 
 struct LoadedImage {
   QImage image;
@@ -431,7 +410,7 @@ void LabelReview::showFinding(int index) {
           out.image.fill(QColor(96, 96, 96));
         }
         for (const Annotation& a : shown) {
-          out.instances.push_back(overlayOf(a, *coco, image.height, image.width,
+          out.instances.push_back(annotationOverlay(a, *coco, image.height, image.width,
                                             m.annotation_id && *m.annotation_id == a.id));
         }
         if (m.suggestion) {
@@ -439,7 +418,7 @@ void LabelReview::showFinding(int index) {
           s.category_id = m.suggestion->category_id;
           s.bbox = m.suggestion->bbox;
           s.rle = m.suggestion->mask;
-          OverlayInstance i = overlayOf(s, *coco, image.height, image.width, false);
+          OverlayInstance i = annotationOverlay(s, *coco, image.height, image.width, false);
           i.colour = suggestionColour();
           i.label = QObject::tr("suggested: %1").arg(categoryName(*coco, s.category_id));
           if (!s.rle) i.box = QRectF(s.bbox[0], s.bbox[1], s.bbox[2], s.bbox[3]);

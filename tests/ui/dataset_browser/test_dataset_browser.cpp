@@ -30,6 +30,7 @@
 #include "ui/common/image_view.h"
 #include "ui/common/layer_controls.h"
 #include "ui/common/overlay.h"
+#include "ui/annotation_editor/annotation_editor.h"
 #include "ui/dataset_browser/dataset_browser.h"
 #include "ui/dataset_browser/dataset_stats_view.h"
 #include "ui/dataset_browser/image_list_model.h"
@@ -197,6 +198,62 @@ class DatasetBrowserTest : public QObject {
     QVERIFY2(
         diff / (thumb.width() * thumb.height()) < 12,
         qPrintable(QString("mean difference %1").arg(diff / (thumb.width() * thumb.height()))));
+  }
+
+  // Editing in the browser: an instance deleted in the editor is gone from the view once
+  // the editor closes, the change is in the file's journal (the file untouched), and the
+  // browser opened on the file again shows it edited.
+  void editingAnImageIsJournalledAndShown() {
+    QTemporaryDir dir;
+    const QString json = dir.filePath("val.json");
+    QVERIFY(QFile::copy(valJson(), json));
+    const QByteArray original = [&] {
+      QFile f(json);
+      return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+    }();
+    DatasetBrowser browser;
+    browser.resize(1200, 800);
+    browser.show();
+    QSignalSpy loaded(&browser, &DatasetBrowser::datasetLoaded);
+    QSignalSpy shown(&browser, &DatasetBrowser::imageShown);
+    browser.openDataset(json, valImages());
+    QVERIFY(loaded.wait(20000));
+    browser.grid()->setCurrentIndex(browser.model()->index(0));
+    QVERIFY(shown.wait(20000));
+    const size_t before = browser.imageView()->instances().size();
+    QVERIFY(before > 1);
+    browser.setEditing(true);
+    QVERIFY(browser.editing());
+    QVERIFY(browser.edits());
+    const int64_t image = browser.currentImageId();
+    const int64_t victim = browser.edits()->ofImage(image).front()->id;
+    browser.editor()->select(victim);
+    QTest::keyClick(browser.editor(), Qt::Key_Delete);
+    QVERIFY(!browser.edits()->find(victim));
+    shown.clear();
+    browser.setEditing(false);
+    QVERIFY(!browser.editing());
+    QVERIFY(shown.wait(20000));
+    QCOMPARE(browser.imageView()->instances().size(), before - 1);
+    QVERIFY(QFile::exists(dir.filePath("val.changes.jsonl")));
+    QFile f(json);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    QCOMPARE(f.readAll(), original);
+
+    DatasetBrowser again;
+    again.resize(1200, 800);
+    again.show();
+    QSignalSpy loaded2(&again, &DatasetBrowser::datasetLoaded);
+    QSignalSpy shown2(&again, &DatasetBrowser::imageShown);
+    again.openDataset(json, valImages());
+    QVERIFY(loaded2.wait(20000));
+    QVERIFY(again.edits());
+    again.grid()->setCurrentIndex(again.model()->index(0));
+    QVERIFY(shown2.wait(20000));
+    QCOMPARE(again.imageView()->instances().size(), before - 1);
+    QString error;
+    QVERIFY2(!again.saveReviewed(&error).isEmpty(), qPrintable(error));
+    QVERIFY(QFile::exists(dir.filePath("val.reviewed.json")));
   }
 
   // The Statistics tab: the dataset check of the file as charts (its bars add up to the file's
