@@ -130,6 +130,14 @@ void MainWindow::addOtherViews() {
   addView(View::Analysis, analysis_, tr(kViewNames[5]));
   label_review_ = new LabelReview(this);
   addView(View::LabelReview, label_review_, tr(kViewNames[6]));
+  // Model-assisted labelling: a prediction run's draft opened in the dataset browser to edit.
+  connect(predictions_, &PredictionView::editDraft, this,
+          [this](const QString& draft, const QString& image_dir) {
+            datasets_->openDataset(draft, image_dir);
+            showView(View::Dataset);
+            statusBar()->showMessage(
+                tr("The draft %1: pick an image and Edit to correct it").arg(draft), 8000);
+          });
   connect(label_review_, &LabelReview::useInSpec, this,
           [this](const QString& original, const QString& reviewed) {
             const QStringList fields = spec_editor_->replaceAnnotationFile(original, reviewed);

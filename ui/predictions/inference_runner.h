@@ -21,6 +21,10 @@ struct InferenceRequest {
   // "libtorch" (the model, in the spec's precision) or "openvino" (the checkpoint exported to
   // ONNX on the fly and run by OpenVINO's runtime on the CPU).
   QString backend = QStringLiteral("libtorch");
+  // Also the detections at or above draft_threshold as COCO annotations to correct
+  // (--out-annotations); empty: none.
+  QString draft_annotations;
+  double draft_threshold = 0.5;
 };
 
 class InferenceRunner : public QObject {

@@ -80,6 +80,14 @@ PredictionView::PredictionView(QWidget* parent) : QWidget(parent) {
   run_image_ = new QPushButton(tr("Run on &image"), this);
   run_image_->setToolTip(tr("Run inference on the image shown (or pick one)"));
   run_folder_ = new QPushButton(tr("Run on &folder…"), this);
+  draft_ = new QPushButton(tr("Edit as Draft"), this);
+  draft_->setToolTip(tr("The last run's detections at or above the score threshold it ran with, "
+                        "as annotations to correct in the annotation editor (model-assisted "
+                        "labelling)"));
+  draft_->setEnabled(false);
+  connect(draft_, &QPushButton::clicked, this, [this] {
+    if (!draft_json_.isEmpty()) emit editDraft(draft_json_, draft_images_);
+  });
   stop_ = new QPushButton(tr("Stop"), this);
   stop_->setEnabled(false);
   connect(run_image_, &QPushButton::clicked, this, &PredictionView::runOnCurrentImage);
@@ -106,6 +114,7 @@ PredictionView::PredictionView(QWidget* parent) : QWidget(parent) {
   buttons->addWidget(run_image_);
   buttons->addWidget(run_folder_);
   buttons->addWidget(stop_);
+  buttons->addWidget(draft_);
   buttons->addStretch(1);
   buttons->addWidget(open_results);
 
@@ -195,8 +204,13 @@ PredictionView::PredictionView(QWidget* parent) : QWidget(parent) {
       status_->setText(tr("Inference failed: %1").arg(message));
     } else {
       const QFileInfo images(r.images);
-      showResults(QDir(r.out).filePath(QStringLiteral("results.json")),
-                  images.isDir() ? images.absoluteFilePath() : images.absolutePath(), annotations_);
+      const QString image_dir = images.isDir() ? images.absoluteFilePath() : images.absolutePath();
+      showResults(QDir(r.out).filePath(QStringLiteral("results.json")), image_dir, annotations_);
+      if (QFileInfo::exists(r.draft_annotations)) {
+        draft_json_ = r.draft_annotations;
+        draft_images_ = image_dir;
+        draft_->setEnabled(true);
+      }
     }
     emit inferenceFinished(ok, message);
   });
@@ -334,6 +348,8 @@ void PredictionView::runInference(const QString& images) {
                 .filePath(QStringLiteral("inference"));
   request.out = QDir(root).filePath(
       QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss-zzz")));
+  request.draft_annotations = QDir(request.out).filePath(QStringLiteral("draft_annotations.json"));
+  request.draft_threshold = scoreThreshold();
   QString error;
   if (!runner_->start(request, &error)) {
     status_->setText(tr("Cannot run inference: %1").arg(error));

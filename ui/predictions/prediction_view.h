@@ -61,6 +61,7 @@ class PredictionView : public QWidget {
   ImageView* groundTruthImageView() const { return truth_view_; }
   QSlider* thresholdSlider() const { return threshold_; }
   QString statusText() const;
+  QPushButton* draftButton() const { return draft_; }
   QString logText() const;  // the engine's output of the last inference
   // The images the list is limited to (showImages), empty when it shows all.
   QList<qint64> imageFilter() const { return filter_; }
@@ -91,6 +92,9 @@ class PredictionView : public QWidget {
 
  signals:
   void resultsLoaded(bool ok, const QString& message);
+  // "Edit as Draft": the last inference's detections as annotations (draft_annotations.json
+  // in its OUT folder, at the score threshold the run had) to correct in the editor.
+  void editDraft(const QString& draft_json, const QString& image_dir);
   void imageShown(int index);
   void inferenceFinished(bool ok, const QString& message);
 
@@ -109,6 +113,8 @@ class PredictionView : public QWidget {
   QPushButton* run_image_;
   QPushButton* run_folder_;
   QPushButton* stop_;
+  QPushButton* draft_;
+  QString draft_json_, draft_images_;  // the last finished inference's draft
   QListWidget* images_;
   QComboBox* mode_box_;
   QSlider* threshold_;

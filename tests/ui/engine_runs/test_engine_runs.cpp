@@ -27,6 +27,8 @@
 #include <memory>
 
 #include "ui/common/image_view.h"
+#include "ui/dataset_browser/dataset_browser.h"
+#include "ui/dataset_browser/image_list_model.h"
 #include "ui/predictions/prediction_view.h"
 #include "ui/prune/prune_dialog.h"
 #include "ui/prune/prune_flow.h"
@@ -291,6 +293,30 @@ class EngineRunsTest : public QObject {
     view.setMode(PredictionView::Mode::SideBySide);
     QVERIFY(view.groundTruthImageView()->isVisible());
     QVERIFY(!view.groundTruthImageView()->instances().empty());
+    // Model-assisted labelling: the run's detections at the threshold it ran with, as a draft
+    // that opens in the dataset browser's annotation editor.
+    QVERIFY(view.draftButton()->isEnabled());
+    QSignalSpy draft(&view, &PredictionView::editDraft);
+    QTest::mouseClick(view.draftButton(), Qt::LeftButton);
+    QCOMPARE(draft.size(), 1);
+    const QString draft_json = draft.first().at(0).toString();
+    QCOMPARE(QFileInfo(draft_json).absolutePath(), out);
+    DatasetBrowser browser;
+    browser.resize(1000, 700);
+    browser.show();
+    QSignalSpy opened(&browser, &DatasetBrowser::datasetLoaded);
+    QSignalSpy drawn(&browser, &DatasetBrowser::imageShown);
+    browser.openDataset(draft_json, draft.first().at(1).toString());
+    QVERIFY(opened.wait(20000));
+    QVERIFY2(opened.first().at(0).toBool(), qPrintable(opened.first().at(1).toString()));
+    QCOMPARE(browser.model()->rowCount(), 1);
+    browser.grid()->setCurrentIndex(browser.model()->index(0));
+    QVERIFY(drawn.wait(20000));
+    browser.setEditing(true);
+    QVERIFY(browser.editing());
+    size_t kept = 0;
+    for (const QJsonValue& d : written) kept += d["score"].toDouble() >= 0.5;
+    QVERIFY(browser.edits()->ofImage(browser.currentImageId()).size() <= kept);
     qInfo("inference on one image: %.1f s, %zu detections, best score %.3g",
           clock.elapsed() / 1000.0, set->count, max_score);
   }

@@ -251,7 +251,11 @@ class PredictionViewTest : public QObject {
 
   void inferenceRunsThroughTheEngineProcess() {
     const Made made = makeResults(dir_.filePath("engine_src"));
-    InferenceRequest r{"spec.txt", "ck.pt", "/imgs", "/out"};
+    InferenceRequest r;
+    r.spec = "spec.txt";
+    r.checkpoint = "ck.pt";
+    r.images = "/imgs";
+    r.out = "/out";
     QCOMPARE(InferenceRunner::arguments(r),
              QStringList({"--spec", "spec.txt", "--task", "inference", "--images", "/imgs", "--out",
                           "/out", "--checkpoint", "ck.pt"}));
@@ -342,8 +346,12 @@ class PredictionViewTest : public QObject {
     });
     QSignalSpy finished(&runner, &InferenceRunner::finished);
     QString error;
-    QVERIFY2(runner.start({engine, "ck.pt", valImages(), dir_.filePath("ev_out")}, &error),
-             qPrintable(error));
+    InferenceRequest request;
+    request.spec = engine;
+    request.checkpoint = "ck.pt";
+    request.images = valImages();
+    request.out = dir_.filePath("ev_out");
+    QVERIFY2(runner.start(request, &error), qPrintable(error));
     QVERIFY(finished.wait(20000));
     QCOMPARE(finished[0][0].toBool(), false);
     const QString message = finished[0][1].toString();
