@@ -1,6 +1,8 @@
 #include "review/mistake_finder.h"
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <unordered_map>
@@ -16,6 +18,39 @@ std::string fixed(double v, int digits = 2) {
 
 double clamp01(double v) { return std::clamp(v, 0.0, 1.0); }
 
+double median(std::vector<double> v, double otherwise) {
+  if (v.empty()) return otherwise;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+// A measure's usual value over the confident matches and its spread (the median absolute
+// deviation, at least 0.02): how far below usual a value is, 0..1: from one spread below the
+// median (closer is the model's own imprecision), rising linearly to 1 at `floor` (two
+// shapes that no longer overlap enough to be one object).
+struct Spread {
+  double median = 0.8;
+  double mad = 0.05;
+
+  static Spread of(const std::vector<double>& values) {
+    Spread s;
+    if (values.empty()) return s;
+    s.median = ::mrcnn::review::median(values, 0.8);
+    std::vector<double> deviations;
+    deviations.reserve(values.size());
+    for (const double v : values) deviations.push_back(std::abs(v - s.median));
+    s.mad = std::max(0.02, ::mrcnn::review::median(deviations, 0.05));
+    return s;
+  }
+  double below(double value, double floor) const {
+    return clamp01((median - mad - value) / std::max(1e-6, median - mad - floor));
+  }
+  // The same upwards: from one spread above the median to 1 at `ceiling`.
+  double above(double value, double ceiling) const {
+    return clamp01((value - median - mad) / std::max(1e-6, ceiling - median - mad));
+  }
+};
+
 // One image's annotations and detections and how they overlap.
 struct ImageView {
   std::vector<const eval::GroundTruth*> gts;
@@ -23,10 +58,16 @@ struct ImageView {
   // overlap[d * gts + g]: min(box IoU, mask IoU); a crowd annotation's is the share of the
   // detection inside it (pycocotools' crowd rule).
   std::vector<double> overlap;
+  std::vector<double> box_iou, mask_iou;  // the two measures (mask_iou empty without masks)
   std::vector<int> gt_match;   // the detection matched to each annotation, -1 when none
   std::vector<int> det_match;  // the annotation matched to each detection, -1 when none
 
   double at(size_t d, size_t g) const { return overlap[d * gts.size() + g]; }
+  double boxAt(size_t d, size_t g) const { return box_iou[d * gts.size() + g]; }
+  // -1 when unknown (no masks, or masks of another size).
+  double maskAt(size_t d, size_t g) const {
+    return mask_iou.empty() ? -1 : mask_iou[d * gts.size() + g];
+  }
 };
 
 ImageView analyse(std::vector<const eval::GroundTruth*> gts,
@@ -64,6 +105,8 @@ ImageView analyse(std::vector<const eval::GroundTruth*> gts,
     if (masks && mask_iou[i] >= 0) o = std::min(o, mask_iou[i]);
     v.overlap[i] = o;
   }
+  v.box_iou = boxes.values;
+  v.mask_iou = std::move(mask_iou);
   // COCO's greedy matching, one class at a time: each detection, highest score first, takes
   // the free annotation of its class it overlaps most (at least match_iou).
   for (size_t d = 0; d < nd; ++d) {
@@ -97,24 +140,46 @@ class Finder {
 
   FinderResult run() {
     FinderResult result;
-    // The model's typical overlap with annotations it agrees with: what "close" means here.
-    std::vector<double> overlaps;
+    // How closely the model draws what it agrees with: the median and spread of its
+    // confident matches' box IoU and mask IoU, each measure apart (a coarse polygon inside
+    // the right box shows in the mask's, a shifted box in both).
+    // Small objects are drawn less exactly than large ones: the measures are taken apart for
+    // the thirds of the matches by size (the square root of the annotation's box area).
+    struct Match {
+      double side, overlap, box, mask;
+    };
+    std::vector<Match> matches;
     for (const int64_t image : in_.image_ids) {
       const ImageView v = view(image);
       for (size_t d = 0; d < v.dets.size(); ++d) {
-        if (v.det_match[d] >= 0 && v.dets[d]->score >= opt_.confident)
-          overlaps.push_back(v.at(d, static_cast<size_t>(v.det_match[d])));
+        if (v.det_match[d] < 0 || v.dets[d]->score < opt_.confident) continue;
+        const auto g = static_cast<size_t>(v.det_match[d]);
+        matches.push_back({side(*v.gts[g]), v.at(d, g), v.boxAt(d, g), v.maskAt(d, g)});
       }
     }
-    result.confident_matches = overlaps.size();
-    if (!overlaps.empty()) {
-      std::nth_element(overlaps.begin(), overlaps.begin() + overlaps.size() / 2, overlaps.end());
-      typical_ = overlaps[overlaps.size() / 2];
-    } else {
-      typical_ = 0.8;  // no evidence of the model's precision: a careful model's overlap
+    result.confident_matches = matches.size();
+    std::vector<double> overlaps, sides;
+    for (const Match& m : matches) {
+      overlaps.push_back(m.overlap);
+      sides.push_back(m.side);
     }
-    typical_ = std::max(typical_, opt_.match_iou);
+    typical_ = std::max(median(overlaps, 0.8), opt_.match_iou);
     result.typical_overlap = typical_;
+    std::sort(sides.begin(), sides.end());
+    if (!sides.empty()) cuts_ = {sides[sides.size() / 3], sides[2 * sides.size() / 3]};
+    for (size_t b = 0; b < 3; ++b) {
+      std::vector<double> boxes, masks, gaps;
+      for (const Match& m : matches) {
+        if (bucket(m.side) != b) continue;
+        boxes.push_back(m.box);
+        if (m.mask < 0) continue;
+        masks.push_back(m.mask);
+        gaps.push_back(m.box - m.mask);
+      }
+      box_[b] = Spread::of(boxes);
+      mask_[b] = Spread::of(masks);
+      gap_[b] = Spread::of(gaps);
+    }
     for (const int64_t image : in_.image_ids) check(image, view(image), result.mistakes);
     std::sort(result.mistakes.begin(), result.mistakes.end(), [](const Mistake& a, const Mistake& b) {
       if (a.score != b.score) return a.score > b.score;
@@ -151,9 +216,18 @@ class Finder {
     return s;
   }
 
-  // How much a detection of overlap `o` and confidence `s` speaks for an annotation.
-  double support(double s, double o) const {
-    return s * clamp01((o - opt_.localization_floor) / (opt_.match_iou - opt_.localization_floor));
+  // How much a detection speaks for an object under an annotation: its confidence (full at
+  // `confident`) times how much of the annotation's box it covers (from a tenth, full at
+  // half): a small object drawn loosely by the model is still the model's object.
+  double support(const eval::Detection& d, const eval::GroundTruth& g) const {
+    const auto& a = d.bbox;
+    const auto& b = g.bbox;
+    const double iw = std::min(a[0] + a[2], b[0] + b[2]) - std::max(a[0], b[0]);
+    const double ih = std::min(a[1] + a[3], b[1] + b[3]) - std::max(a[1], b[1]);
+    const double area = b[2] * b[3];
+    if (iw <= 0 || ih <= 0 || area <= 0) return 0;
+    const double covered = iw * ih / area;
+    return clamp01(d.score / opt_.confident) * clamp01((covered - 0.1) / 0.4);
   }
 
   void check(int64_t image, const ImageView& v, std::vector<Mistake>& out) const {
@@ -216,7 +290,7 @@ class Finder {
       if (loose >= 0) {
         const auto g = static_cast<size_t>(loose);
         explained[g] = true;
-        add(out, localization(image, *v.gts[g], det, loose_overlap));
+        add(out, localization(image, *v.gts[g], det, loose_overlap, v.boxAt(d, g), v.maskAt(d, g)));
         continue;
       }
       if (best_any >= opt_.match_iou) continue;  // another class's annotation: wrong_class's
@@ -235,7 +309,7 @@ class Finder {
       for (size_t d = 0; d < nd; ++d) {
         const eval::Detection& det = *v.dets[d];
         const double o = v.at(d, g);
-        sup = std::max(sup, support(det.score, o));
+        sup = std::max(sup, support(det, gt));
         if (o < opt_.match_iou) continue;
         if (det.category_id == gt.category_id) {
           own = std::max(own, det.score);
@@ -256,14 +330,14 @@ class Finder {
         continue;
       }
       // Spurious only where no confident detection speaks for it.
-      Mistake spurious{image, gt.id, MistakeKind::kSpurious, sup < opt_.confident ? 1 - sup : 0,
+      Mistake spurious{image, gt.id, MistakeKind::kSpurious, 1 - sup,
                        std::nullopt,
                        "a " + name(gt.category_id) +
                            " annotation the model does not see (support " + fixed(sup) + ")"};
       if (v.gt_match[g] >= 0) {
         // Matched, perhaps only by an unsure detection: the stronger of the two readings.
         const auto d = static_cast<size_t>(v.gt_match[g]);
-        Mistake loose = localization(image, gt, *v.dets[d], v.at(d, g));
+        Mistake loose = localization(image, gt, *v.dets[d], v.at(d, g), v.boxAt(d, g), v.maskAt(d, g));
         add(out, loose.score >= spurious.score ? std::move(loose) : std::move(spurious));
         continue;
       }
@@ -272,15 +346,25 @@ class Finder {
   }
 
   Mistake localization(int64_t image, const eval::GroundTruth& gt, const eval::Detection& det,
-                       double overlap) const {
+                       double overlap, double box, double mask) const {
+    // How far below the model's usual agreement each measure falls, in its own spread, for
+    // objects of this one's size.
+    const size_t b = bucket(side(gt));
+    const Spread& usual_box = box_[b];
+    const Spread& usual_mask = mask_[b];
+    // A box the model agrees with around a mask it does not (a coarse or eroded polygon):
+    // the gap between the two measures, against its usual size, full at half the mask.
+    const double gap = mask >= 0 ? gap_[b].above(box - mask, 0.5) : 0.0;
     const double evidence =
-        clamp01((typical_ - overlap) / std::max(1e-6, typical_ - opt_.localization_floor));
+        std::max({usual_box.below(box, opt_.localization_floor),
+                  mask >= 0 ? usual_mask.below(mask, opt_.localization_floor) : 0.0, gap});
     Suggestion s = fromDetection(det, in_.masks);
     s.category_id = gt.category_id;
+    std::string measured = "box IoU " + fixed(box) + " (usually " + fixed(usual_box.median) + ")";
+    if (mask >= 0) measured += ", mask IoU " + fixed(mask) + " (usually " + fixed(usual_mask.median) + ")";
     return {image, gt.id, MistakeKind::kLocalization, det.score * evidence, std::move(s),
             "its " + name(gt.category_id) + " detection (score " + fixed(det.score) +
-                ") overlaps it by " + fixed(overlap) + " where the model's typical overlap is " +
-                fixed(typical_)};
+                ") disagrees on the shape: " + measured + (overlap < opt_.match_iou ? "; not matched" : "")};
   }
 
   const FinderInput& in_;
@@ -288,7 +372,12 @@ class Finder {
   std::map<int64_t, std::string> names_;
   std::unordered_map<int64_t, std::vector<const eval::GroundTruth*>> gts_;
   std::unordered_map<int64_t, std::vector<const eval::Detection*>> dets_;
+  static double side(const eval::GroundTruth& g) { return std::sqrt(std::max(0.0, g.bbox[2] * g.bbox[3])); }
+  size_t bucket(double s) const { return s < cuts_[0] ? 0 : s < cuts_[1] ? 1 : 2; }
+
   double typical_ = 0.8;
+  std::array<double, 2> cuts_{0, 0};  // the sizes between the thirds
+  std::array<Spread, 3> box_, mask_, gap_;  // by size third; gap: box IoU - mask IoU
 };
 
 }  // namespace

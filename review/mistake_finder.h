@@ -13,14 +13,19 @@
 //  - wrong_class: an annotation under a confident detection of another class (overlap >=
 //    match_iou) scoring above every detection of its own class there.
 //    score = other class's confidence x (1 - own class's best confidence there).
-//  - localization: an annotation whose detection of its class overlaps it less than the
-//    model's typical overlap (the median over this data's confident matches, so a coarse
-//    model does not flag everything): matched with a low overlap, or an unmatched confident
-//    detection of its class overlapping it by at least localization_floor.
-//    score = confidence x (typical - overlap) / (typical - localization_floor), clipped.
-//  - spurious: an annotation no confident detection supports: support = the best confidence
-//    x (overlap rising linearly from localization_floor to match_iou) over detections of any
-//    class, below `confident`; score = 1 - support.
+//  - localization: an annotation whose detection of its class draws it differently from how
+//    the model usually agrees with annotations: matched with a box IoU or mask IoU far below
+//    the median of the data's confident matches of objects of its size (the thirds of the
+//    matches by box size; in units of their spread, the median absolute deviation), or an
+//    unmatched confident detection of its class overlapping it
+//    by at least localization_floor; or whose mask IoU falls short of its box IoU by more
+//    than usual (a coarse or eroded polygon in the right box). score = confidence x that
+//    evidence (from one spread off the median, rising linearly to 1 at localization_floor,
+//    or at a gap of 0.5), so a coarse model does not flag everything.
+//  - spurious: an annotation no detection speaks for: support = the best, over detections
+//    of any class, of min(1, confidence / confident) x the share of the annotation's box the
+//    detection's box covers (from 0.1, full at 0.5; a small object the model boxes loosely is
+//    still supported); score = 1 - support.
 //  - duplicate: two annotations of one class overlapping by more than duplicate_iou; the
 //    later (by id) is the one flagged, score = their overlap.
 // Crowd annotations are never flagged and detections inside one are not missing.

@@ -341,6 +341,7 @@ def main():
     ap.add_argument("--work", default=os.path.join(ROOT, "build", "bench_label_check"))
     ap.add_argument("--build", default=os.environ.get("MRCNN_BUILD_DIR", os.path.join(ROOT, "build")))
     args = ap.parse_args()
+    args.work = os.path.abspath(args.work)  # the spec's relative paths are taken from its folder
     engine = engine_path(args.build)
     os.makedirs(args.work, exist_ok=True)
     checkpoint = args.checkpoint or train(engine, args.work, args.train_steps)
