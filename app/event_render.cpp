@@ -6,7 +6,7 @@
 #include <sstream>
 #include <vector>
 
-#include "weights/download.h"
+#include "io/transfer_text.h"
 
 namespace mrcnn::app {
 namespace {
@@ -251,14 +251,9 @@ std::string EventRenderer::bar(const events::Event& e) const {
 
 std::string EventRenderer::download(const events::Event& e) {
   const events::Download& d = e.download();
-  weights::DownloadProgress p;
-  p.bytes = d.bytes();
-  p.total = d.total_bytes();
-  p.bytes_per_second = d.bytes_per_second();
-  p.eta_seconds = d.eta_seconds();
-  p.done = d.done();
   const std::string left = "downloading " + d.name();
-  const std::string right = weights::progressText(p);
+  const std::string right =
+      io::transferText(d.bytes(), d.total_bytes(), d.bytes_per_second(), d.eta_seconds(), d.done());
   if (!options_.tty) {
     // A line at the first report, every 5 s of the download and at its end: a log file gets
     // the story, not a line for each of the events.
@@ -268,8 +263,8 @@ std::string EventRenderer::download(const events::Event& e) {
   }
   const int room = options_.width - 1 - static_cast<int>(left.size() + right.size()) - 4;
   std::string line = left + " ";
-  if (p.total > 0 && room >= 10)
-    line += cellBar(static_cast<double>(p.bytes) / static_cast<double>(p.total), room) + " ";
+  if (d.total_bytes() > 0 && room >= 10)
+    line += cellBar(static_cast<double>(d.bytes()) / static_cast<double>(d.total_bytes()), room) + " ";
   line = (line + right).substr(0, static_cast<size_t>(options_.width - 1));
   if (d.done()) {
     // Committed: the task's own bar comes below it.

@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "io/atomic_file.h"
+#include "io/transfer_text.h"
 #include "io/write_error.h"
 #include "weights/sha256.h"
 
@@ -33,20 +34,7 @@ DownloadOptions DownloadOptions::fromEnvironment() {
 }
 
 std::string progressText(const DownloadProgress& p) {
-  std::string text = io::byteSize(p.bytes);
-  if (p.total > 0 && !p.done) text += " of " + io::byteSize(p.total);
-  if (p.bytes_per_second > 0)
-    text += ", " + io::byteSize(static_cast<uint64_t>(p.bytes_per_second)) + "/s";
-  if (p.done) {
-    text += ", done";
-  } else if (p.eta_seconds >= 0) {
-    const auto s = static_cast<long>(p.eta_seconds + 0.5);
-    text += ", " +
-            (s >= 60 ? std::to_string(s / 60) + " min " + std::to_string(s % 60) + " s"
-                     : std::to_string(s) + " s") +
-            " left";
-  }
-  return text;
+  return io::transferText(p.bytes, p.total, p.bytes_per_second, p.eta_seconds, p.done);
 }
 
 namespace {

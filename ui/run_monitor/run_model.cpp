@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "specs/events.h"
-#include "weights/download.h"
+#include "io/transfer_text.h"
 
 namespace mrcnn::ui {
 namespace {
@@ -296,14 +296,11 @@ void RunModel::addEvent(const events::Event& e) {
                     .arg(done_status_, summary_.isEmpty() ? QString() : " — " + summary_));
   } else if (type == "download") {
     const events::Download& d = e.download();
-    weights::DownloadProgress p;
-    p.bytes = d.bytes();
-    p.total = d.total_bytes();
-    p.bytes_per_second = d.bytes_per_second();
-    p.eta_seconds = d.eta_seconds();
-    p.done = d.done();
     const QString line = QStringLiteral("Downloading %1: %2")
-                             .arg(text(d.name()), text(weights::progressText(p)));
+                             .arg(text(d.name()),
+                                  text(io::transferText(d.bytes(), d.total_bytes(),
+                                                        d.bytes_per_second(), d.eta_seconds(),
+                                                        d.done())));
     download_ = d.done() ? QString() : line;
     if (d.done()) log_.append(line);
   } else if (type == "log") {

@@ -105,6 +105,14 @@ class TrainEventsTest : public QObject {
     e.set_summary("step 120 of 5000");
     e.set_elapsed_seconds(61.5);
     e.set_text("ünïcode ✓");
+    events::Download* dl = e.mutable_download();
+    dl->set_name("torchvision:resnet50");
+    dl->set_cache_dir("/home/u/.cache/mrcnn-workbench/weights");
+    dl->set_bytes(25000000);
+    dl->set_total_bytes(102530333);
+    dl->set_bytes_per_second(5.5e6);
+    dl->set_eta_seconds(14.1);
+    dl->set_done(true);
 
     // Every field of the schema is set here: a field added to events.proto without a test
     // fails this check.
@@ -121,6 +129,7 @@ class TrainEventsTest : public QObject {
     check_all_set(e);
     check_all_set(e.losses());
     check_all_set(e.memory());
+    check_all_set(e.download());
     check_all_set(e.bbox());
 
     const std::string line = events::toJsonLine(e);
