@@ -61,7 +61,8 @@ constexpr const char* kUsage =
     "[--run-dir DIR]\n"
     "       mrcnn-workbench --headless SPEC --task evaluate [--checkpoint FILE] [--run-dir DIR]\n"
     "       mrcnn-workbench --headless SPEC --task inference --images FILE_OR_DIR [--out DIR] "
-    "[--checkpoint FILE] [--backend libtorch|openvino] [--onnx MODEL.onnx]\n"
+    "[--checkpoint FILE] [--backend libtorch|openvino] [--onnx MODEL.onnx] "
+    "[--out-annotations DRAFT.json]\n"
     "       mrcnn-workbench --headless SPEC --task export [--checkpoint FILE] [--output-dir DIR] "
     "[--opset 16|17] [--gen-ds-config] [--images FILE_OR_DIR]\n"
     "       mrcnn-workbench --headless SPEC --task prune --output-dir DIR [--checkpoint FILE] "
@@ -79,13 +80,16 @@ constexpr const char* kUsage =
     "[--labels FILE] [--copy-images]\n"
     "       mrcnn-workbench --headless [SPEC] --task dataset_stats [--annotations F.json "
     "[--annotations G.json] --output-dir DIR]\n"
+    "       mrcnn-workbench --headless SPEC --task label_check [--split train|val] "
+    "[--folds K [--fold-steps N]] [--output-dir DIR]\n"
+    "       mrcnn-workbench --headless --task label_check --annotations GT.json --results "
+    "DT.json [--output-dir DIR] [--score-threshold S] [--top N]\n"
     "data-parallel training (one engine process a rank, PyTorch's c10d: Gloo on the CPU,\n"
     "NCCL on GPUs): --nproc-per-node N [--nnodes M --node-rank R --master-addr A "
     "--master-port P]\n"
     "--raw-events: rank 0's JSON event lines as they are (for programs, the GUI), not rendered\n"
     "tasks: train (default), validate, evaluate, inference, dataset_convert, dataset_import, "
-    "dataset_stats, "
-    "benchmark, prune, export\n";
+    "dataset_stats, label_check, benchmark, prune, export\n";
 
 // The launcher's own options (not passed to the engine).
 bool launcherOption(const std::string& name) {
