@@ -187,6 +187,15 @@ void MainWindow::addOtherViews() {
     if (!analysis_->data()) analysis_->openRun(dir);
   };
   connect(runs_, &RunsView::runFinished, this, offer_evaluation);
+  // A label check that ran from here: its findings open in the Label Review.
+  connect(runs_, &RunsView::runFinished, this, [this](const QString& dir) {
+    const RunModel* run = runs_->run(runs_->rowOf(dir));
+    if (!run || run->task() != QLatin1String("label_check") || run->status() != RunStatus::Ok)
+      return;
+    const QString mistakes = QDir(dir).filePath(u"label_check/mistakes.json"_qs);
+    if (QFileInfo::exists(mistakes) && label_review_->openMistakes(mistakes))
+      showView(View::LabelReview);
+  });
   connect(runs_, &RunsView::runOpened, this, offer_evaluation);
   // Prune… on a run: the dialog, the engine's prune in the run, the result; Retrain… opens
   // the spec that retrains the pruned model.

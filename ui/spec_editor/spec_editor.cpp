@@ -68,7 +68,7 @@ SpecEditor::SpecEditor(QWidget* parent)
   bar->addWidget(disk_, 2);
   bar->addWidget(new QLabel(tr("Task:"), this));
   task_->addItems({u"train"_qs, u"evaluate"_qs, u"inference"_qs, u"dataset_convert"_qs,
-                   u"dataset_stats"_qs, u"export"_qs});
+                   u"dataset_stats"_qs, u"label_check"_qs, u"export"_qs});
   task_->setToolTip(tr("The task Run starts with this spec"));
   bar->addWidget(task_);
   auto* run = new QPushButton(tr("Run"), this);

@@ -29,6 +29,7 @@
 #include "ui/common/image_view.h"
 #include "ui/dataset_browser/dataset_browser.h"
 #include "ui/dataset_browser/image_list_model.h"
+#include "ui/label_review/label_review.h"
 #include "ui/predictions/prediction_view.h"
 #include "ui/prune/prune_dialog.h"
 #include "ui/prune/prune_flow.h"
@@ -441,6 +442,26 @@ class EngineRunsTest : public QObject {
     QVERIFY2(r && r->status() == RunStatus::Ok, qPrintable(view_->logText()));
     QVERIFY2(r->log().join('\n').contains("pruned layers"), qPrintable(r->log().join('\n')));
     qInfo("prune and retrain from the Runs view: %.1f s", clock.elapsed() / 1000.0);
+  }
+
+  // label_check from the Runs view (the spec editor's task box offers it): the engine checks
+  // the run's validation split with its model; the mistakes it writes open in the review.
+  void labelCheckFromTheRunsView() {
+    if (checkpoint_.isEmpty()) QSKIP("no checkpoint: the training test failed");
+    QSignalSpy finished(view_.get(), &RunsView::runFinished);
+    const QString spec = qEnvironmentVariable("MRCNN_SOURCE_DIR") + "/specs/shapes_resnet18.txt";
+    view_->startRun(spec, "label_check", run_dir_,
+                    overrides() << "eval_batch_size=2", {"--score-threshold", "0.05"});
+    QVERIFY(finished.wait(kStepTimeoutMs));
+    const RunModel* m = view_->run(view_->rowOf(QDir::cleanPath(run_dir_)));
+    QVERIFY(m);
+    QCOMPARE(m->task(), QString("label_check"));
+    QVERIFY2(m->status() == RunStatus::Ok, qPrintable(m->statusLine() + "\n" + view_->logText()));
+    const QString mistakes = QDir(run_dir_).filePath("label_check/mistakes.json");
+    QVERIFY2(QFile::exists(mistakes), qPrintable(view_->logText()));
+    mrcnn::ui::LabelReview review;
+    QString error;
+    QVERIFY2(review.openMistakes(mistakes, {}, &error), qPrintable(error));
   }
 
   void cleanupTestCase() { view_.reset(); }
