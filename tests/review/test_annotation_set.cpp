@@ -14,6 +14,7 @@
 
 #include "dataset/coco/coco.h"
 #include "review/annotation_set.h"
+#include "tests/common/files.h"
 
 using mrcnn::review::Annotation;
 using mrcnn::review::AnnotationSet;
@@ -21,9 +22,9 @@ using mrcnn::review::Decision;
 
 namespace {
 
-QByteArray readAll(const QString& path) {
-  QFile f(path);
-  return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+// A file's bytes (tests/common/files.h) as Qt compares them.
+QByteArray bytesOf(const QString& path) {
+  return QByteArray::fromStdString(mrcnn::testing::readAll(path.toStdString()));
 }
 
 // The edits every test makes: a vertex moved, an annotation deleted, one added, a decision.
@@ -92,7 +93,7 @@ class AnnotationSetTest : public QObject {
     QVERIFY(QFile::copy(qEnvironmentVariable("MRCNN_SHARED_DIR") +
                             "/data/tinycoco/annotations/instances_val2017.json",
                         file_));
-    original_ = readAll(file_);
+    original_ = bytesOf(file_);
   }
 
   void editsAreJournalledAndReplayed() {
@@ -104,8 +105,8 @@ class AnnotationSetTest : public QObject {
       e = edit(set);
       checkEdited(set, e, untouched);
     }
-    QCOMPARE(readAll(file_), original_);  // the original is never written
-    QCOMPARE(readAll(dir_.filePath("val.changes.jsonl")).count('\n'), 5);
+    QCOMPARE(bytesOf(file_), original_);  // the original is never written
+    QCOMPARE(bytesOf(dir_.filePath("val.changes.jsonl")).count('\n'), 5);
     const AnnotationSet again = AnnotationSet::open(file_.toStdString());
     checkEdited(again, e, untouched);
     QVERIFY(again.journalWarning().empty());
@@ -148,7 +149,7 @@ class AnnotationSetTest : public QObject {
       e = edit(set);
     }
     const QString journal = dir_.filePath("val.changes.jsonl");
-    const QByteArray whole = readAll(journal);
+    const QByteArray whole = bytesOf(journal);
     {
       QFile f(journal);
       QVERIFY(f.open(QIODevice::Append));
@@ -191,7 +192,7 @@ class AnnotationSetTest : public QObject {
     e = edit(set);
     const auto saved = set.saveReviewed();
     QCOMPARE(QString::fromStdString(saved.string()), dir_.filePath("val.reviewed.json"));
-    QCOMPARE(readAll(file_), original_);
+    QCOMPARE(bytesOf(file_), original_);
     const mrcnn::dataset::CocoDataset coco = mrcnn::dataset::loadCoco(saved);
     QCOMPARE(coco.annotations().size(), size_t{136});
     QCOMPARE(coco.images().size(), size_t{6});
@@ -203,7 +204,7 @@ class AnnotationSetTest : public QObject {
       removed |= a.id == e.removed;
     }
     QVERIFY(moved && added && !removed);
-    const QByteArray reviewed = readAll(QString::fromStdString(saved.string()));
+    const QByteArray reviewed = bytesOf(QString::fromStdString(saved.string()));
     QVERIFY(reviewed.contains("\"score\":0.75"));
     // An annotation no edit touched: its text in the copy is the original's.
     const Annotation& last = set.annotations()[set.annotations().size() - 2];

@@ -61,4 +61,13 @@ ImageFile readImageFile(const QString& path, QSize fit) {
   return out;
 }
 
+ImageFile readImageOrCanvas(const QString& path, QSize canvas) {
+  ImageFile file = readImageFile(path);
+  if (file.image.isNull()) {
+    file.image = QImage(canvas, QImage::Format_RGB32);
+    file.image.fill(QColor(96, 96, 96));
+  }
+  return file;
+}
+
 }  // namespace mrcnn::ui

@@ -21,4 +21,8 @@ struct ImageFile {
 // decoders scale while decoding).
 ImageFile readImageFile(const QString& path, QSize fit = {});
 
+// For the views that draw annotations over the picture: the file, or when it cannot be used a
+// grey canvas of `canvas` pixels in its place (the problem kept), so the overlays still show.
+ImageFile readImageOrCanvas(const QString& path, QSize canvas);
+
 }  // namespace mrcnn::ui

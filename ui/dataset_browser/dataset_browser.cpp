@@ -429,18 +429,12 @@ void DatasetBrowser::showRow(int row) {
       pool_, this,
       [dataset, index, path, edited] {
         LoadedImage out;
-        ImageFile file = readImageFile(path);
+        const auto& im = dataset->coco.images()[index];
+        ImageFile file = readImageOrCanvas(
+            path, QSize(static_cast<int>(im.width), static_cast<int>(im.height)));
         out.image = std::move(file.image);
-        if (out.image.isNull()) {
-          out.error = file.problem;
-          const auto& im = dataset->coco.images()[index];
-          // Still show the annotations, over a blank image of the json's size.
-          out.image =
-              QImage(static_cast<int>(im.width), static_cast<int>(im.height), QImage::Format_RGB32);
-          out.image.fill(QColor(96, 96, 96));
-        }
+        out.error = file.problem;
         if (edited) {
-          const auto& im = dataset->coco.images()[index];
           for (const review::Annotation& a : *edited)
             out.instances.push_back(annotationOverlay(a, dataset->coco, im.height, im.width));
         } else {

@@ -380,14 +380,12 @@ void WarningReview::showEntry(int index) {
           return out;
         }
         const dataset::CocoImage& image = coco->images()[*image_index];
-        ImageFile file = readImageFile(imagePath(image_dir, image));
+        ImageFile file = readImageOrCanvas(
+            imagePath(image_dir, image),
+            QSize(static_cast<int>(image.width), static_cast<int>(image.height)));
         out.image = std::move(file.image);
-        if (out.image.isNull()) {
+        if (!file.problem.isEmpty())
           out.note = QObject::tr("the image cannot be shown: %1").arg(file.problem);
-          out.image = QImage(static_cast<int>(image.width), static_cast<int>(image.height),
-                             QImage::Format_RGB32);
-          out.image.fill(QColor(96, 96, 96));
-        }
         const int64_t highlight = entry.annotation_id.value_or(-1);
         out.instances = groundTruthInstances(*coco, *image_index, highlight);
         bool found = highlight < 0;

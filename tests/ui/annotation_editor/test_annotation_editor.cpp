@@ -7,6 +7,7 @@
 #include <QtTest>
 
 #include "review/annotation_set.h"
+#include "tests/common/files.h"
 #include "ui/annotation_editor/annotation_editor.h"
 
 using mrcnn::review::Annotation;
@@ -15,9 +16,9 @@ using mrcnn::ui::AnnotationEditor;
 
 namespace {
 
-QByteArray readAll(const QString& path) {
-  QFile f(path);
-  return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+// A file's bytes (tests/common/files.h) as Qt compares them.
+QByteArray bytesOf(const QString& path) {
+  return QByteArray::fromStdString(mrcnn::testing::readAll(path.toStdString()));
 }
 
 }  // namespace
@@ -32,7 +33,7 @@ class AnnotationEditorTest : public QObject {
     if (!QFile::exists(source)) QSKIP("tinycoco is not there (MRCNN_SHARED_DIR)");
     const QString file = dir_.filePath("val.json");
     QVERIFY(QFile::copy(source, file));
-    const QByteArray original = readAll(file);
+    const QByteArray original = bytesOf(file);
     AnnotationSet set = AnnotationSet::open(file.toStdString());
     // A polygon of the first image with a few vertices, not a crowd.
     const int64_t image = set.annotations().front().image_id;
@@ -110,7 +111,7 @@ class AnnotationEditorTest : public QObject {
     // All of it in the journal: the file opened again has the same annotations.
     const AnnotationSet again = AnnotationSet::open(file.toStdString());
     QVERIFY(again.annotations() == set.annotations());
-    QCOMPARE(readAll(file), original);
+    QCOMPARE(bytesOf(file), original);
   }
 };
 

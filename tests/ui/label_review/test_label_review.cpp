@@ -18,6 +18,7 @@
 #include "eval/results_json.h"
 #include "io/atomic_file.h"
 #include "review/mistakes_json.h"
+#include "tests/common/files.h"
 #include "ui/common/image_view.h"
 #include "ui/label_review/label_review.h"
 #include "ui/spec_editor/spec_editor.h"
@@ -31,12 +32,12 @@ using mrcnn::ui::LabelReview;
 
 namespace {
 
-QString shared() { return qEnvironmentVariable("MRCNN_SHARED_DIR") + "/data/tinycoco"; }
-
-QByteArray readAll(const QString& path) {
-  QFile f(path);
-  return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+// A file's bytes (tests/common/files.h) as Qt compares them.
+QByteArray bytesOf(const QString& path) {
+  return QByteArray::fromStdString(mrcnn::testing::readAll(path.toStdString()));
 }
+
+QString shared() { return qEnvironmentVariable("MRCNN_SHARED_DIR") + "/data/tinycoco"; }
 
 }  // namespace
 
@@ -54,7 +55,7 @@ class LabelReviewTest : public QObject {
       QSKIP("tinycoco is not there (MRCNN_SHARED_DIR)");
     annotations_ = dir_.filePath("val.json");
     QVERIFY(QFile::copy(shared() + "/annotations/instances_val2017.json", annotations_));
-    original_ = readAll(annotations_);
+    original_ = bytesOf(annotations_);
     // Four annotations of one image, and a finding of each kind on them.
     const auto coco = mrcnn::dataset::loadCoco(annotations_.toStdString());
     const AnnotationSet set = AnnotationSet::open(annotations_.toStdString());
@@ -129,7 +130,7 @@ class LabelReviewTest : public QObject {
       review.kindFilter()->setCurrentIndex(0);
       QCOMPARE(review.list()->topLevelItemCount(), 5);
     }  // closed without saving: the journal has it all
-    QCOMPARE(readAll(annotations_), original_);
+    QCOMPARE(bytesOf(annotations_), original_);
 
     LabelReview again;
     again.show();
@@ -149,7 +150,7 @@ class LabelReviewTest : public QObject {
     const QString saved = again.saveReviewed(&error);
     QVERIFY2(!saved.isEmpty(), qPrintable(error));
     QCOMPARE(saved, dir_.filePath("val.reviewed.json"));
-    QCOMPARE(readAll(annotations_), original_);
+    QCOMPARE(bytesOf(annotations_), original_);
     const auto reviewed = mrcnn::dataset::loadCoco(saved.toStdString());
     QCOMPARE(reviewed.annotations().size(), mrcnn::dataset::loadCoco(annotations_.toStdString()).annotations().size());  // +1 -1
 
