@@ -34,6 +34,78 @@ int truncToInt(double d) {
   return static_cast<int>(d);
 }
 
+// The pixel grid of rleFromPolygon's crossings: a crossing between fine-grid points in the
+// columns u and u + 1 lies on a pixel centre column when (u + .5) / 5 - .5 is a whole number
+// c (u = 5c + 2), and counts when 0 <= c <= w - 1 (in size_t arithmetic, as pycocotools has
+// it: every c >= 0 when w is 0).
+struct CrossingGrid {
+  uint32_t h = 0;
+  uint64_t last_column = 0;  // w - 1 in 64-bit unsigned arithmetic
+
+  CrossingGrid(uint32_t height, uint32_t width) : h(height), last_column(uint64_t{width} - 1) {}
+
+  // Whether the centre column of fine-grid column u (u = 5c + 2) lies in the image.
+  bool inside(int64_t u) const { return static_cast<uint64_t>((u - 2) / 5) <= last_column; }
+  // The first fine-grid column from u that is a centre column of a column c >= 0.
+  static int64_t firstCentre(int64_t u) {
+    u = std::max<int64_t>(u, 2);
+    const int64_t r = (u - 2) % 5;
+    return r == 0 ? u : u + 5 - r;
+  }
+  // The run start of a crossing in the centre column of fine-grid column u whose two points'
+  // lower row is v (as pycocotools rounds it: (v + .5) / 5 - .5 clamped to [0, h], rounded up).
+  void add(int64_t u, int v, std::vector<uint32_t>& starts) const {
+    double yd = (static_cast<double>(v) + .5) / 5 - .5;
+    if (yd < 0) {
+      yd = 0;
+    } else if (yd > h) {
+      yd = h;
+    }
+    yd = std::ceil(yd);
+    starts.push_back(static_cast<uint32_t>((u - 2) / 5 * h + static_cast<int>(yd)));
+  }
+  // The same for the crossing between two points of columns u0 != u1 (next to each other).
+  void addBetween(int u0, int u1, int v, std::vector<uint32_t>& starts) const {
+    const int64_t u = u1 < u0 ? u1 : int64_t{u1} - 1;
+    if (u >= 2 && (u - 2) % 5 == 0 && inside(u)) add(u, v, starts);
+  }
+};
+
+// The crossings between consecutive points inside one edge of n steps from (xs, ys), stepping
+// along x (the other coordinate is ys + s * t rounded as pycocotools rounds it) or along y.
+// Along x every step moves one fine column, so only the steps whose lower column is a centre
+// column are looked at. Along y the rounded column moves by at most one a step (|s| < 1) and
+// monotonically, so each centre column between the ends is crossed at exactly one step, found
+// from the line's equation and settled on the rounded values.
+void addEdgeCrossings(const CrossingGrid& grid, bool along_x, int n, int xs, int ys, double s,
+                      std::vector<uint32_t>& starts) {
+  if (n <= 0) return;
+  if (along_x) {
+    const auto row = [&](int t) { return truncToInt(ys + s * t + .5); };
+    for (int64_t u = CrossingGrid::firstCentre(xs); u < int64_t{xs} + n && grid.inside(u); u += 5) {
+      const int t = static_cast<int>(u - xs);  // the step from t to t + 1 leaves column u
+      grid.add(u, std::min(row(t), row(t + 1)), starts);
+    }
+    return;
+  }
+  const auto col = [&](int t) { return truncToInt(xs + s * t + .5); };
+  const int64_t c0 = col(0), c1 = col(n);
+  if (c0 == c1) return;
+  const bool rising = c1 > c0;
+  const int64_t end = std::max(c0, c1);
+  for (int64_t u = CrossingGrid::firstCentre(std::min(c0, c1)); u < end && grid.inside(u); u += 5) {
+    // The first step t whose column is past u (rising) or at u (falling): the crossing lies
+    // between t - 1 and t, whose lower row is ys + t - 1.
+    const auto past = [&](int t) { return rising ? col(t) > u : col(t) <= u; };
+    const double estimate = (static_cast<double>(u) + .5 - xs) / s;
+    int t = static_cast<int>(std::clamp(rising ? std::ceil(estimate) : std::floor(estimate) + 1,
+                                        1.0, static_cast<double>(n)));
+    while (t > 1 && past(t - 1)) --t;
+    while (t < n && !past(t)) ++t;
+    grid.add(u, ys + t - 1, starts);
+  }
+}
+
 // Walks the runs of one mask, skipping zero-length runs, for merge().
 class RunCursor {
  public:
@@ -355,37 +427,18 @@ Rle rleFromPolygon(std::span<const double> xy, uint32_t h, uint32_t w) {
                                 " image (its coordinates reach far outside it)");
   }
 
-  // Every fine-grid point along every edge, stepping along the edge's longer axis; each edge
-  // is walked from its lower end and its points taken in polygon order, as pycocotools does.
-  // Where the boundary crosses a pixel centre column between two consecutive points (also
-  // from one edge's last point to the next edge's first), the first pixel row below it
-  // starts a run: the points are visited as they are made, never stored.
+  // pycocotools walks every fine-grid point along every edge, stepping along the edge's longer
+  // axis, each edge from its lower end, its points taken in polygon order. Where the boundary
+  // crosses a pixel centre column between two consecutive points (also from one edge's last
+  // point to the next edge's first), the first pixel row below it starts a run. Only those
+  // crossings matter, and their order does not (they are sorted below): each edge's first
+  // point is compared with the previous edge's last, and inside an edge the steps that cross a
+  // centre column are found directly, not walked (see addEdgeCrossings).
   std::vector<uint32_t> starts;
-  starts.reserve(static_cast<size_t>(boundary / kScale) + 8);
-  const double lastColumn = static_cast<double>(uint64_t{w} - 1);  // size_t arithmetic there
+  starts.reserve(static_cast<size_t>(boundary / kScale / kScale) + 8);
+  const CrossingGrid grid(h, w);
   bool first = true;
-  int pu = 0, pv = 0;  // the previous point
-  const auto visit = [&](int u, int v) {
-    if (first) {
-      first = false;
-    } else if (u != pu) {
-      double xd = u < pu ? u : u - 1;
-      xd = (xd + .5) / kScale - .5;
-      if (std::floor(xd) == xd && xd >= 0 && xd <= lastColumn) {
-        double yd = std::min(v, pv);
-        yd = (yd + .5) / kScale - .5;
-        if (yd < 0) {
-          yd = 0;
-        } else if (yd > h) {
-          yd = h;
-        }
-        yd = std::ceil(yd);
-        starts.push_back(static_cast<uint32_t>(static_cast<int64_t>(xd) * h + static_cast<int>(yd)));
-      }
-    }
-    pu = u;
-    pv = v;
-  };
+  int pu = 0, pv = 0;  // the previous edge's last point
   for (size_t j = 0; j < k; ++j) {
     int xs = x[j], xe = x[j + 1], ys = y[j], ye = y[j + 1];
     const int dx = std::abs(xe - xs), dy = std::abs(ys - ye);
@@ -394,20 +447,21 @@ Rle rleFromPolygon(std::span<const double> xy, uint32_t h, uint32_t w) {
       std::swap(xs, xe);
       std::swap(ys, ye);
     }
-    if (dx >= dy) {
-      // dx == 0 here is a zero-length edge: pycocotools computes 0/0 and gets INT_MIN.
-      const double s = static_cast<double>(ye - ys) / dx;
-      for (int d = 0; d <= dx; ++d) {
-        const int t = flip ? dx - d : d;
-        visit(t + xs, truncToInt(ys + s * t + .5));
-      }
-    } else {
-      const double s = static_cast<double>(xe - xs) / dy;
-      for (int d = 0; d <= dy; ++d) {
-        const int t = flip ? dy - d : d;
-        visit(truncToInt(xs + s * t + .5), t + ys);
-      }
-    }
+    // The edge's points by their step t from its lower end; it is walked from t = 0, or from
+    // t = n when flipped. dx == 0 == dy is a zero-length edge: pycocotools computes 0/0 and
+    // gets INT_MIN.
+    const bool along_x = dx >= dy;
+    const int n = along_x ? dx : dy;
+    const double s = along_x ? static_cast<double>(ye - ys) / dx : static_cast<double>(xe - xs) / dy;
+    const auto point = [&](int t) {
+      return along_x ? std::pair{t + xs, truncToInt(ys + s * t + .5)}
+                     : std::pair{truncToInt(xs + s * t + .5), t + ys};
+    };
+    const auto [u0, v0] = point(flip ? n : 0);
+    if (!first && u0 != pu) grid.addBetween(pu, u0, std::min(v0, pv), starts);
+    first = false;
+    addEdgeCrossings(grid, along_x, n, xs, ys, s, starts);
+    std::tie(pu, pv) = point(flip ? 0 : n);
   }
 
   // Each crossing toggles inside/outside from there on down the column-major order: sort
