@@ -1,5 +1,6 @@
 #include "dataset/import/file_util.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
@@ -8,7 +9,9 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "dataset/import/import.h"
 
@@ -16,21 +19,35 @@ namespace mrcnn::dataset::import {
 
 std::string readFileOrThrow(const std::filesystem::path& path, size_t spare_capacity) {
   // One read of the whole file where its size is known (a pipe or /proc file grows the
-  // string as it reads): ten thousand small files are read a system call or two each.
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw ImportError(display(path), "", std::string("cannot read: ") + std::strerror(errno));
+  // string as it reads): ten thousand small files are an open, a stat, a read and a close
+  // each.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw ImportError(display(path), "", std::string("cannot read: ") + std::strerror(errno));
   std::string bytes;
   struct stat st {};
-  if (::fstat(::fileno(f), &st) == 0 && st.st_size > 0) {
+  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  if (regular) {
     bytes.reserve(static_cast<size_t>(st.st_size) + spare_capacity);
     bytes.resize(static_cast<size_t>(st.st_size));
-    bytes.resize(std::fread(bytes.data(), 1, bytes.size(), f));
   }
-  char chunk[1 << 14];
-  for (size_t n; (n = std::fread(chunk, 1, sizeof chunk, f)) > 0;) bytes.append(chunk, n);
-  const bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (failed) throw ImportError(display(path), "", "read error");
+  size_t have = 0;
+  int error = 0;
+  for (;;) {
+    if (have == bytes.size()) {
+      // A regular file read to its size is whole; anything else is read until its end.
+      if (regular && have == static_cast<size_t>(st.st_size) && have > 0) break;
+      bytes.resize(std::max<size_t>(2 * bytes.size(), 1 << 14));
+    }
+    const ssize_t n = ::read(fd, bytes.data() + have, bytes.size() - have);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) error = errno;
+    if (n <= 0) break;
+    have += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  if (error != 0) throw ImportError(display(path), "", std::string("read error: ") + std::strerror(error));
+  bytes.resize(have);
+  if (bytes.capacity() < have + spare_capacity) bytes.reserve(have + spare_capacity);
   return bytes;
 }
 

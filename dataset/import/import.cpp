@@ -57,8 +57,16 @@ LabelRules readLabels(const fs::path& path) {
 bool readSize(const fs::path& path, const std::string& embedded, uint32_t* w, uint32_t* h) {
   std::string bytes = embedded;
   if (bytes.empty()) {
+    // The header is near the start: 256 KiB holds a JPEG's SOF after any EXIF block (at most
+    // 64 KiB); the whole file only when it is not there.
     std::ifstream in(path, std::ios::binary);
-    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    bytes.resize(256 << 10);
+    in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    bytes.resize(static_cast<size_t>(in.gcount()));
+    if (!readImageHeader(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())) &&
+        in) {
+      bytes.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
   }
   const auto header = readImageHeader(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
   if (!header) return false;
@@ -202,23 +210,35 @@ ImportSummary importDataset(const ImportOptions& options,
     throw ImportError("", "", error);
   }
 
-  // Images: missing ones (unless LabelMe embedded them) and unreadable ones are skipped.
-  std::vector<bool> image_ok(dataset.images.size(), true);
-  for (size_t i = 0; i < dataset.images.size(); ++i) {
+  // Images: missing ones (unless LabelMe embedded them) and unreadable ones are skipped. The
+  // files are looked at on the threads (a system call or a header read each), the problems
+  // logged in the images' order.
+  enum class ImageState : uint8_t { kOk, kMissing, kUnreadable };
+  std::vector<ImageState> image_state(dataset.images.size(), ImageState::kOk);
+  parallelFor(dataset.images.size(), context.threads, [&](size_t i) {
     ImportedImage& image = dataset.images[i];
-    const bool exists = fs::exists(image.path);
+    std::error_code ec;
+    const bool exists = fs::exists(image.path, ec);
     if (!exists && image.embedded.empty()) {
-      log.skip("image_missing", display(image.path), "",
-               "the image named by " + image.source + " does not exist: skipped with its annotations");
-      image_ok[i] = false;
-      continue;
+      image_state[i] = ImageState::kMissing;
+      return;
     }
     if (exists) image.embedded.clear();
     if ((image.width == 0 || image.height == 0) &&
         !readSize(image.path, image.embedded, &image.width, &image.height)) {
-      log.skip("image_unreadable", display(image.path), "", "its size cannot be read: skipped");
-      image_ok[i] = false;
+      image_state[i] = ImageState::kUnreadable;
     }
+  });
+  std::vector<bool> image_ok(dataset.images.size(), true);
+  for (size_t i = 0; i < dataset.images.size(); ++i) {
+    const ImportedImage& image = dataset.images[i];
+    if (image_state[i] == ImageState::kMissing) {
+      log.skip("image_missing", display(image.path), "",
+               "the image named by " + image.source + " does not exist: skipped with its annotations");
+    } else if (image_state[i] == ImageState::kUnreadable) {
+      log.skip("image_unreadable", display(image.path), "", "its size cannot be read: skipped");
+    }
+    image_ok[i] = image_state[i] == ImageState::kOk;
   }
   // Two files of one name in one split would collide once copied, and are most often the
   // same picture found twice: an error naming both.

@@ -8,11 +8,12 @@
 #include <cmath>
 #include <map>
 #include <numbers>
-#include <opencv2/imgcodecs.hpp>
+#include <opencv2/core.hpp>
 #include <utility>
 
 #include "dataset/import/file_util.h"
 #include "dataset/import/imported_dataset.h"
+#include "dataset/import/png_indices.h"
 #include "dataset/import/parallel.h"
 
 namespace mrcnn::dataset::import {
@@ -78,13 +79,13 @@ std::optional<cv::Mat> readMaskShape(element shape, const Polygon& corners, uint
     *why = "its \"mask\" is not base64";
     return std::nullopt;
   }
-  const cv::Mat bytes(1, static_cast<int>(png->size()), CV_8UC1,
-                      const_cast<char*>(png->data()));  // imdecode only reads
-  const cv::Mat region = cv::imdecode(bytes, cv::IMREAD_GRAYSCALE);
-  if (region.empty()) {
-    *why = "its \"mask\" is not an image OpenCV decodes";
+  const PngIndices decoded = decodePngSamples(
+      {reinterpret_cast<const uint8_t*>(png->data()), png->size()});
+  if (!decoded.ok()) {
+    *why = "its \"mask\" is not a PNG that decodes: " + decoded.problem;
     return std::nullopt;
   }
+  const cv::Mat& region = decoded.values;
   if (width == 0 || height == 0) {
     *why = "a mask shape in a file without imageWidth/imageHeight";
     return std::nullopt;

@@ -2,9 +2,11 @@
 
 #include <png.h>
 
+#include <algorithm>
 #include <array>
 #include <csetjmp>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -29,11 +31,24 @@ void onError(png_structp png, png_const_charp message) {
 
 void onWarning(png_structp, png_const_charp) {}
 
+// Bytes of a PNG in memory, for libpng's reads.
+struct MemorySource {
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+  size_t at = 0;
+};
+
+void readFromMemory(png_structp png, png_bytep out, size_t count) {
+  auto* source = static_cast<MemorySource*>(png_get_io_ptr(png));
+  if (count > source->size - source->at) png_error(png, "the PNG ends early");
+  std::memcpy(out, source->data + source->at, count);
+  source->at += count;
+}
+
 // The two steps that may jump, each in a function that holds no C++ object across setjmp.
-bool readHeader(png_structp png, png_infop info, std::FILE* file, png_uint_32* width,
-                png_uint_32* height, int* color, int* depth) {
+bool readHeader(png_structp png, png_infop info, png_uint_32* width, png_uint_32* height,
+                int* color, int* depth) {
   if (setjmp(png_jmpbuf(png))) return false;
-  png_init_io(png, file);
   png_set_sig_bytes(png, 8);
   png_read_info(png, info);
   *width = png_get_image_width(png, info);
@@ -46,12 +61,41 @@ bool readHeader(png_structp png, png_infop info, std::FILE* file, png_uint_32* w
 bool readBody(png_structp png, png_infop info, int depth, int color, png_bytepp rows) {
   if (setjmp(png_jmpbuf(png))) return false;
   if (depth < 8) png_set_packing(png);  // one byte a pixel, the index kept as it is
+  if (depth == 16) png_set_strip_16(png);
   if (color & PNG_COLOR_MASK_ALPHA) png_set_strip_alpha(png);
   png_read_update_info(png, info);
   png_read_image(png, rows);
   png_read_end(png, nullptr);
   return true;
 }
+
+// libpng's reader for one PNG, destroyed with it.
+class PngReader {
+ public:
+  PngReader() {
+    png_ = png_create_read_struct(PNG_LIBPNG_VER_STRING, &state_, onError, onWarning);
+    info_ = png_ != nullptr ? png_create_info_struct(png_) : nullptr;
+  }
+  ~PngReader() { png_destroy_read_struct(&png_, &info_, nullptr); }
+  PngReader(const PngReader&) = delete;
+  PngReader& operator=(const PngReader&) = delete;
+
+  bool started() const { return info_ != nullptr; }
+  png_structp png() const { return png_; }
+  png_infop info() const { return info_; }
+  std::string problem() const { return state_.message.empty() ? "corrupt PNG" : state_.message; }
+
+ private:
+  ErrorState state_;
+  png_structp png_ = nullptr;
+  png_infop info_ = nullptr;
+};
+
+// What an RGB PNG's pixels become.
+enum class RgbRule { kVocColormap, kLargestSample };
+
+// The samples of a PNG whose 8-byte signature has been read and whose source is set.
+PngIndices readSamples(PngReader& reader, RgbRule rgb_rule);
 
 // VOC's colour of index i (the devkit's colormap): the bits of i spread over the high bits of
 // r, g and b, three at a time. Its inverse reads RGB-saved masks (datumaro's VOC export).
@@ -87,41 +131,77 @@ PngIndices readPngIndices(const std::filesystem::path& path) {
     result.problem = "not a PNG file";
     return result;
   }
-  ErrorState state;
-  png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &state, onError, onWarning);
-  png_infop info = png != nullptr ? png_create_info_struct(png) : nullptr;
-  struct Destroy {
-    png_structp* png;
-    png_infop* info;
-    ~Destroy() { png_destroy_read_struct(png, info, nullptr); }
-  } destroy{&png, &info};
-  if (info == nullptr) {
+  PngReader reader;
+  if (!reader.started()) {
     result.problem = "libpng could not start";
     return result;
   }
+  png_init_io(reader.png(), file.get());
+  return readSamples(reader, RgbRule::kVocColormap);
+}
+
+PngIndices decodePngSamples(std::span<const uint8_t> bytes) {
+  PngIndices result;
+  if (bytes.size() < 8 || png_sig_cmp(bytes.data(), 0, 8) != 0) {
+    result.problem = "not a PNG";
+    return result;
+  }
+  PngReader reader;
+  if (!reader.started()) {
+    result.problem = "libpng could not start";
+    return result;
+  }
+  MemorySource source{bytes.data(), bytes.size(), 8};
+  png_set_read_fn(reader.png(), &source, readFromMemory);
+  return readSamples(reader, RgbRule::kLargestSample);
+}
+
+namespace {
+
+PngIndices readSamples(PngReader& reader, RgbRule rgb_rule) {
+  PngIndices result;
   png_uint_32 width = 0;
   png_uint_32 height = 0;
   int color = 0;
   int depth = 0;
-  if (!readHeader(png, info, file.get(), &width, &height, &color, &depth)) {
-    result.problem = state.message.empty() ? "corrupt PNG" : state.message;
+  if (!readHeader(reader.png(), reader.info(), &width, &height, &color, &depth)) {
+    result.problem = reader.problem();
     return result;
   }
+  const bool voc = rgb_rule == RgbRule::kVocColormap;
   const bool rgb = color == PNG_COLOR_TYPE_RGB || color == PNG_COLOR_TYPE_RGB_ALPHA;
-  if ((color != PNG_COLOR_TYPE_PALETTE && color != PNG_COLOR_TYPE_GRAY && !rgb) || depth > 8) {
-    result.problem = "not an 8-bit palette, grayscale or RGB PNG (colour type " +
-                     std::to_string(color) + ", " + std::to_string(depth) + "-bit samples)";
+  const bool grey = color == PNG_COLOR_TYPE_GRAY || (!voc && color == PNG_COLOR_TYPE_GRAY_ALPHA);
+  if (!(color == PNG_COLOR_TYPE_PALETTE || grey || rgb) || (voc && depth > 8)) {
+    result.problem = std::string(voc ? "not an 8-bit palette, grayscale or RGB PNG"
+                                     : "not a palette, grayscale or RGB PNG") +
+                     " (colour type " + std::to_string(color) + ", " + std::to_string(depth) +
+                     "-bit samples)";
+    return result;
+  }
+  if (uint64_t{width} * height > (uint64_t{1} << 30)) {
+    result.problem = "a PNG of " + std::to_string(width) + "x" + std::to_string(height) +
+                     " pixels (more than 2^30)";
     return result;
   }
   cv::Mat values(static_cast<int>(height), static_cast<int>(width), rgb ? CV_8UC3 : CV_8UC1);
   std::vector<png_bytep> rows(height);
   for (png_uint_32 y = 0; y < height; ++y) rows[y] = values.ptr<png_byte>(static_cast<int>(y));
-  if (!readBody(png, info, depth, color, rows.data())) {
-    result.problem = state.message.empty() ? "corrupt PNG" : state.message;
+  if (!readBody(reader.png(), reader.info(), depth, color, rows.data())) {
+    result.problem = reader.problem();
     return result;
   }
   if (!rgb) {
     result.values = values;
+    return result;
+  }
+  if (!voc) {
+    cv::Mat largest(values.rows, values.cols, CV_8UC1);
+    for (int y = 0; y < values.rows; ++y) {
+      const uint8_t* p = values.ptr<uint8_t>(y);
+      uint8_t* q = largest.ptr<uint8_t>(y);
+      for (int x = 0; x < values.cols; ++x, p += 3) q[x] = std::max({p[0], p[1], p[2]});
+    }
+    result.values = largest;
     return result;
   }
   // An RGB mask: its colours are VOC's colormap; any other colour is not an index.
@@ -145,4 +225,5 @@ PngIndices readPngIndices(const std::filesystem::path& path) {
   return result;
 }
 
+}  // namespace
 }  // namespace mrcnn::dataset::import

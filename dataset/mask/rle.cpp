@@ -34,6 +34,61 @@ int truncToInt(double d) {
   return static_cast<int>(d);
 }
 
+// The run starts of rleFromPolygon's crossings (column * h + row), with their columns.
+class Crossings {
+ public:
+  explicit Crossings(size_t expected) {
+    starts_.reserve(expected);
+    columns_.reserve(expected);
+  }
+  void push(uint64_t column, uint32_t start) {
+    starts_.push_back(start);
+    columns_.push_back(column);
+    low_ = std::min(low_, column);
+    high_ = std::max(high_, column);
+  }
+  // The starts and `end` (the pixel count) in increasing order. A column's starts lie between
+  // those of the columns before and after it, so a counting sort over the columns the polygon
+  // spans and an insertion sort of each column's few crossings order them; std::sort where a
+  // start passes `end` (pycocotools' 32-bit arithmetic wraps; every column counts when w is
+  // 0) or the columns spread far apart.
+  std::vector<uint32_t> sorted(uint32_t h, uint32_t end) {
+    const size_t n = starts_.size();
+    const bool by_column = n > 0 && h > 0 && (high_ + 1) * uint64_t{h} <= end &&
+                           high_ - low_ <= 4 * n + 64;
+    if (!by_column) {
+      starts_.push_back(end);
+      std::sort(starts_.begin(), starts_.end());
+      return std::move(starts_);
+    }
+    std::vector<uint32_t> first(high_ - low_ + 2, 0);  // each column's first place
+    for (uint64_t c : columns_) ++first[c - low_ + 1];
+    std::partial_sum(first.begin(), first.end(), first.begin());
+    std::vector<uint32_t> out(n + 1);
+    for (size_t i = 0; i < n; ++i) out[first[columns_[i] - low_]++] = starts_[i];
+    // first[c] is now the end of column c: insertion-sort each column's stretch.
+    size_t begin = 0;
+    for (size_t c = 0; c + 1 < first.size(); ++c) {
+      const size_t stop = first[c];
+      for (size_t i = begin + 1; i < stop; ++i) {
+        const uint32_t v = out[i];
+        size_t j = i;
+        for (; j > begin && out[j - 1] > v; --j) out[j] = out[j - 1];
+        out[j] = v;
+      }
+      begin = stop;
+    }
+    out[n] = end;
+    return out;
+  }
+
+ private:
+  std::vector<uint32_t> starts_;
+  std::vector<uint64_t> columns_;
+  uint64_t low_ = UINT64_MAX;
+  uint64_t high_ = 0;
+};
+
 // The pixel grid of rleFromPolygon's crossings: a crossing between fine-grid points in the
 // columns u and u + 1 lies on a pixel centre column when (u + .5) / 5 - .5 is a whole number
 // c (u = 5c + 2), and counts when 0 <= c <= w - 1 (in size_t arithmetic, as pycocotools has
@@ -54,7 +109,7 @@ struct CrossingGrid {
   }
   // The run start of a crossing in the centre column of fine-grid column u whose two points'
   // lower row is v (as pycocotools rounds it: (v + .5) / 5 - .5 clamped to [0, h], rounded up).
-  void add(int64_t u, int v, std::vector<uint32_t>& starts) const {
+  void add(int64_t u, int v, Crossings& crossings) const {
     double yd = (static_cast<double>(v) + .5) / 5 - .5;
     if (yd < 0) {
       yd = 0;
@@ -62,12 +117,14 @@ struct CrossingGrid {
       yd = h;
     }
     yd = std::ceil(yd);
-    starts.push_back(static_cast<uint32_t>((u - 2) / 5 * h + static_cast<int>(yd)));
+    const int64_t column = (u - 2) / 5;
+    crossings.push(static_cast<uint64_t>(column),
+                   static_cast<uint32_t>(column * h + static_cast<int>(yd)));
   }
   // The same for the crossing between two points of columns u0 != u1 (next to each other).
-  void addBetween(int u0, int u1, int v, std::vector<uint32_t>& starts) const {
+  void addBetween(int u0, int u1, int v, Crossings& crossings) const {
     const int64_t u = u1 < u0 ? u1 : int64_t{u1} - 1;
-    if (u >= 2 && (u - 2) % 5 == 0 && inside(u)) add(u, v, starts);
+    if (u >= 2 && (u - 2) % 5 == 0 && inside(u)) add(u, v, crossings);
   }
 };
 
@@ -78,13 +135,13 @@ struct CrossingGrid {
 // monotonically, so each centre column between the ends is crossed at exactly one step, found
 // from the line's equation and settled on the rounded values.
 void addEdgeCrossings(const CrossingGrid& grid, bool along_x, int n, int xs, int ys, double s,
-                      std::vector<uint32_t>& starts) {
+                      Crossings& crossings) {
   if (n <= 0) return;
   if (along_x) {
     const auto row = [&](int t) { return truncToInt(ys + s * t + .5); };
     for (int64_t u = CrossingGrid::firstCentre(xs); u < int64_t{xs} + n && grid.inside(u); u += 5) {
       const int t = static_cast<int>(u - xs);  // the step from t to t + 1 leaves column u
-      grid.add(u, std::min(row(t), row(t + 1)), starts);
+      grid.add(u, std::min(row(t), row(t + 1)), crossings);
     }
     return;
   }
@@ -102,7 +159,7 @@ void addEdgeCrossings(const CrossingGrid& grid, bool along_x, int n, int xs, int
                                         1.0, static_cast<double>(n)));
     while (t > 1 && past(t - 1)) --t;
     while (t < n && !past(t)) ++t;
-    grid.add(u, ys + t - 1, starts);
+    grid.add(u, ys + t - 1, crossings);
   }
 }
 
@@ -434,8 +491,7 @@ Rle rleFromPolygon(std::span<const double> xy, uint32_t h, uint32_t w) {
   // crossings matter, and their order does not (they are sorted below): each edge's first
   // point is compared with the previous edge's last, and inside an edge the steps that cross a
   // centre column are found directly, not walked (see addEdgeCrossings).
-  std::vector<uint32_t> starts;
-  starts.reserve(static_cast<size_t>(boundary / kScale / kScale) + 8);
+  Crossings crossings(static_cast<size_t>(boundary / kScale / kScale) + 8);
   const CrossingGrid grid(h, w);
   bool first = true;
   int pu = 0, pv = 0;  // the previous edge's last point
@@ -458,16 +514,15 @@ Rle rleFromPolygon(std::span<const double> xy, uint32_t h, uint32_t w) {
                      : std::pair{truncToInt(xs + s * t + .5), t + ys};
     };
     const auto [u0, v0] = point(flip ? n : 0);
-    if (!first && u0 != pu) grid.addBetween(pu, u0, std::min(v0, pv), starts);
+    if (!first && u0 != pu) grid.addBetween(pu, u0, std::min(v0, pv), crossings);
     first = false;
-    addEdgeCrossings(grid, along_x, n, xs, ys, s, starts);
+    addEdgeCrossings(grid, along_x, n, xs, ys, s, crossings);
     std::tie(pu, pv) = point(flip ? 0 : n);
   }
 
   // Each crossing toggles inside/outside from there on down the column-major order: sort
   // them, take differences, and cancel toggles that fall on the same pixel.
-  starts.push_back(static_cast<uint32_t>(pixelCount(h, w)));
-  std::sort(starts.begin(), starts.end());
+  std::vector<uint32_t> starts = crossings.sorted(h, static_cast<uint32_t>(pixelCount(h, w)));
   uint32_t previous = 0;
   for (uint32_t& s : starts) {
     const uint32_t t = s;

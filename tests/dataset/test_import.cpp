@@ -252,6 +252,11 @@ class TestImport : public QObject {
     region.at<uint8_t>(2, 3) = 255;
     std::vector<uint8_t> png;
     cv::imencode(".png", region, png);
+    // LabelMe's own: PIL saves a boolean mask as a 1-bit grayscale PNG (samples 0 and 1).
+    cv::Mat bits = cv::Mat::zeros(2, 3, CV_8UC1);
+    bits.at<uint8_t>(0, 0) = bits.at<uint8_t>(1, 1) = bits.at<uint8_t>(1, 2) = 255;
+    std::vector<uint8_t> bilevel;
+    cv::imencode(".png", bits, bilevel, {cv::IMWRITE_PNG_BILEVEL, 1});
     mrcnn::testing::writeAll(dir / "a.json", R"({"shapes": [
       {"label": "box", "points": [[30, 30], [10, 10]], "shape_type": "rectangle", "group_id": null},
       {"label": "line", "points": [[1, 1], [5, 5]], "shape_type": "line"},
@@ -261,7 +266,9 @@ class TestImport : public QObject {
       {"label": "two", "points": [[10, 0], [15, 0], [15, 5]], "group_id": 3, "shape_type": "polygon"},
       {"label": "thin", "points": [[0, 0], [5, 5]], "shape_type": "polygon"},
       {"label": "out", "points": [[-5, 0], [60, 0], [60, 10]], "shape_type": "polygon"},
-      {"label": "dot", "points": [[3, 3]], "shape_type": "point"}
+      {"label": "dot", "points": [[3, 3]], "shape_type": "point"},
+      {"label": "bits", "points": [[40, 35], [42, 36]], "shape_type": "mask", "mask": ")" + base64(bilevel) + R"("},
+      {"label": "junk", "points": [[1, 1], [2, 2]], "shape_type": "mask", "mask": "aGVsbG8="}
     ], "imagePath": "a.png", "imageData": null, "imageHeight": 40, "imageWidth": 50})");
     const ImportSummary s = run("", dir, "shapes");
     QCOMPARE(s.format, std::string("labelme"));
@@ -274,7 +281,10 @@ class TestImport : public QObject {
     QCOMPARE(coco.warningCount(), uint64_t{0});
     std::map<std::string, const mrcnn::dataset::CocoAnnotation*> by_label;
     for (const auto& a : coco.annotations()) by_label[coco.categories()[a.label - 1].name] = &a;
-    QCOMPARE(by_label.size(), size_t{5});  // box, blob, disc, two, out
+    QVERIFY(hasProblem(s.skipped, "bad_shape", "a.json", "shape 10"));
+    QCOMPARE(by_label.size(), size_t{6});  // box, blob, disc, two, out, bits
+    QCOMPARE(by_label["bits"]->area, 3.0);
+    QCOMPARE(by_label["bits"]->bbox, (std::array<double, 4>{40, 35, 3, 2}));
     QCOMPARE(by_label["box"]->bbox, (std::array<double, 4>{10, 10, 20, 20}));
     QCOMPARE(by_label["two"]->segment_count, uint32_t{2});  // one instance of two polygons
     QCOMPARE(by_label["blob"]->area, 2.0);
