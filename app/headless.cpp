@@ -14,6 +14,7 @@
 
 #include "app/event_render.h"
 #include "app/rank_launcher.h"
+#include "engine/file_tasks.h"
 #include "specs/spec.h"
 
 namespace mrcnn::app {
@@ -48,12 +49,16 @@ RenderOptions renderOptions(const std::string& spec, const std::vector<std::stri
   return o;
 }
 
-std::filesystem::path findEngine(const std::string& self) {
-  if (const char* env = std::getenv("MRCNN_ENGINE"); env && *env) return env;
+// The program that runs the task: mrcnn-data for the tasks on files (engine/file_tasks.h,
+// no LibTorch to load), else mrcnn-engine; each beside this executable unless MRCNN_DATA or
+// MRCNN_ENGINE names it.
+std::filesystem::path findProgram(const std::string& self, bool file_task) {
+  const char* variable = file_task ? "MRCNN_DATA" : "MRCNN_ENGINE";
+  if (const char* env = std::getenv(variable); env && *env) return env;
   std::error_code ec;
   std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) exe = std::filesystem::absolute(self);
-  return exe.parent_path() / "mrcnn-engine";
+  return exe.parent_path() / (file_task ? engine::kFileTaskProgram : "mrcnn-engine");
 }
 
 constexpr const char* kUsage =
@@ -103,6 +108,7 @@ int runHeadless(const std::vector<std::string>& args, const std::string& self) {
   std::vector<std::string> engine_args;
   bool have_spec = false;
   std::string spec_path;
+  std::string task = "train";
   std::vector<std::string> overrides;
   RankLayout layout;
   bool raw_events = false;
@@ -157,6 +163,7 @@ int runHeadless(const std::vector<std::string>& args, const std::string& self) {
                         a.find('=') != std::string::npos;
       if (!flag && i + 1 < args.size()) {
         engine_args.push_back(args[++i]);
+        if (a == "--task") task = args[i];
         if (a == "--spec") {
           have_spec = true;
           spec_path = args[i];
@@ -164,6 +171,8 @@ int runHeadless(const std::vector<std::string>& args, const std::string& self) {
         if (a == "--set") overrides.push_back(args[i]);
       } else if (a.starts_with("--set=")) {
         overrides.push_back(a.substr(6));
+      } else if (a.starts_with("--task=")) {
+        task = a.substr(7);
       } else if (a.starts_with("--spec=")) {
         have_spec = true;
         spec_path = a.substr(7);
@@ -178,10 +187,11 @@ int runHeadless(const std::vector<std::string>& args, const std::string& self) {
     }
   }
 
-  const std::filesystem::path engine = findEngine(self);
+  const bool file_task = engine::isFileTask(task, have_spec) && !layout.distributed();
+  const std::filesystem::path engine = findProgram(self, file_task);
   if (::access(engine.c_str(), X_OK) != 0) {
-    std::cerr << "mrcnn-workbench: cannot run the engine " << engine.string() << ": "
-              << std::strerror(errno) << " (set MRCNN_ENGINE to its path)\n";
+    std::cerr << "mrcnn-workbench: cannot run " << engine.string() << ": " << std::strerror(errno)
+              << " (set " << (file_task ? "MRCNN_DATA" : "MRCNN_ENGINE") << " to its path)\n";
     return 1;
   }
 

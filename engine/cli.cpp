@@ -3,20 +3,22 @@
 #include <map>
 #include <optional>
 #include <ostream>
-#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <tuple>
 
+#include "engine/cli_args.h"
 #include "engine/exit_codes.h"
+#include "engine/file_cli.h"
+#include "engine/file_tasks.h"
 #include "engine/runtime/device.h"
 #include "engine/tasks/tasks.h"
 
 namespace mrcnn::engine {
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kModelTaskUsage =
     "usage: mrcnn-engine --spec SPEC [--task TASK] [--run-dir DIR] [--set path.to.field=value]...\n"
     "       mrcnn-engine --spec SPEC --task inference [--images FILE_OR_DIR] [--out DIR]\n"
     "                    [--checkpoint FILE] [--overlay-threshold SCORE]\n"
@@ -27,14 +29,10 @@ constexpr const char* kUsage =
     "                    --images; DRAFT.json: the detections as COCO annotations to correct)\n"
     "       mrcnn-engine --spec SPEC --task evaluate [--run-dir DIR] [--checkpoint FILE]\n"
     "                    [--backend libtorch|openvino] [--onnx MODEL.onnx]\n"
-    "       mrcnn-engine --task evaluate --annotations GT.json --results DT.json\n"
-    "                    [--iou-type bbox|segm|both] [--metrics-out METRICS.json]\n"
     "       mrcnn-engine --task dataset_convert --image-dir DIR --annotations FILE.json\n"
     "                    --output-dir DIR [--tag TAG] [--num-shards N]\n"
     "                    [--include-mask true|false]\n"
     "       mrcnn-engine --spec SPEC --task dataset_stats [--run-dir DIR]\n"
-    "       mrcnn-engine --task dataset_stats --annotations F.json [--annotations G.json]\n"
-    "                    [--output-dir DIR]   (the dataset check: tables, stats.json)\n"
     "       mrcnn-engine --spec SPEC --task dataset_convert [--run-dir DIR]\n"
     "                    (the spec's train and val sets into RUN_DIR/shards)\n"
     "       mrcnn-engine --spec SPEC --task export [--checkpoint FILE] [--output-dir DIR]\n"
@@ -48,78 +46,28 @@ constexpr const char* kUsage =
     "                    geometric_mean] [--pruning-granularity N] [--min-num-filters N]\n"
     "                    [--excluded-layers a,b,...]   (TAO's -pth -nm -eq -pg -nf -el;\n"
     "                    model.pt and status.json into a new or empty DIR)\n"
-    "       mrcnn-engine --task dataset_import --input PATH --output-dir DIR\n"
-    "                    [--format labelme|voc|cvat|yolo|coco] [--split train=0.8,val=0.2]\n"
-    "                    [--seed N] [--labels FILE] [--copy-images]\n"
-    "                    (another tool's data set into COCO json, one file a split, and\n"
-    "                    import_report.json; the format is detected when not given)\n"
-    "       mrcnn-engine --task label_check --annotations GT.json --results DT.json\n"
-    "                    [--image-dir DIR] [--output-dir DIR] [--score-threshold S] [--top N]\n"
     "       mrcnn-engine --spec SPEC --task label_check [--split train|val]\n"
     "                    [--annotations GT.json --image-dir DIR] [--checkpoint FILE]\n"
     "                    [--folds K [--fold-steps N]]   (K models, each trained on the\n"
     "                    other folds: out-of-sample detections; the train split by default)\n"
     "                    [--output-dir DIR] [--score-threshold S] [--top N]\n"
     "                    (likely label mistakes from a model's detections: mistakes.json,\n"
-    "                    default DIR: RUN_DIR/label_check, or beside GT.json on files)\n"
+    "                    default DIR: RUN_DIR/label_check)\n"
     "       mrcnn-engine --spec SPEC --task benchmark [--mode train|inference] [--steps N]\n"
     "                    [--profile]\n"
     "                    (synthetic batches of the spec's image size and model; --profile: one\n"
-    "                    more step under LibTorch's profiler, its busiest operators and kernels)\n"
+    "                    more step under LibTorch's profiler, its busiest operators and kernels)\n";
+// After the tasks on files.
+constexpr const char* kUsageEnd =
+    "the tasks on files also run in mrcnn-data, which starts without LibTorch\n"
     "data-parallel: started by torchrun, SLURM or mrcnn-workbench --nproc-per-node, the\n"
     "engine joins their process group (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT)\n"
     "tasks: train (default), validate, evaluate, inference, dataset_convert, dataset_import,\n"
     "       dataset_stats, label_check, benchmark, export, prune\n";
 
-// Options that take a value; --set may be repeated.
-const std::set<std::string> kValueOptions = {"--spec",
-                                             "--task",
-                                             "--run-dir",
-                                             "--set",
-                                             "--annotations",
-                                             "--results",
-                                             "--iou-type",
-                                             "--metrics-out",
-                                             "--image-dir",
-                                             "--output-dir",
-                                             "--tag",
-                                             "--num-shards",
-                                             "--include-mask",
-                                             "--images",
-                                             "--out",
-                                             "--checkpoint",
-                                             "--overlay-threshold",
-                                             "--thresholds",
-                                             "--mode",
-                                             "--steps",
-                                             "--opset",
-                                             "--backend",
-                                             "--onnx",
-                                             "--pruning-threshold",
-                                             "--normalizer",
-                                             "--equalization-criterion",
-                                             "--pruning-granularity",
-                                             "--min-num-filters",
-                                             "--excluded-layers",
-                                             "--format",
-                                             "--input",
-                                             "--split",
-                                             "--seed",
-                                             "--labels",
-                                             "--score-threshold",
-                                             "--top",
-                                             "--out-annotations",
-                                             "--folds",
-                                             "--fold-steps"};
-// Options without a value.
-const std::set<std::string> kFlags = {"--gen-ds-config", "--profile", "--copy-images"};
-
-// A whole number from `min`, or nullopt.
-std::optional<int64_t> wholeNumber(const std::string& text, int64_t min) {
-  if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos)
-    return std::nullopt;
-  const int64_t v = std::stoll(text);
-  return v >= min ? std::optional<int64_t>(v) : std::nullopt;
+// The whole usage text.
+std::string usage() {
+  return kModelTaskUsage + fileTaskUsage("mrcnn-engine") + kUsageEnd;
 }
 
 // The prune task's options (TAO's names and defaults); nullopt after saying what is wrong.
@@ -182,203 +130,41 @@ std::optional<PruneTaskOptions> pruneOptions(const std::map<std::string, std::st
   return o;
 }
 
-// The label check's options; nullopt after saying what is wrong.
-std::optional<LabelCheckOptions> labelCheckOptions(const std::map<std::string, std::string>& values,
-                                                   std::ostream& err) {
-  const auto has = [&](const char* key) { return values.count(key) > 0; };
-  const auto get = [&](const char* key) { return values.at(key); };
-  LabelCheckOptions o;
-  if (has("--annotations")) o.annotations = get("--annotations");
-  if (has("--results")) o.results = get("--results");
-  if (has("--image-dir")) o.image_dir = get("--image-dir");
-  if (has("--output-dir")) o.output_dir = get("--output-dir");
-  const bool spec = has("--spec");
-  if (!spec && (o.annotations.empty() || o.results.empty())) {
-    err << "mrcnn-engine: label_check needs --annotations and --results (a results file), or "
-           "--spec (the spec's model runs first)\n";
-    return std::nullopt;
-  }
-  if (spec && has("--results")) {
-    err << "mrcnn-engine: label_check takes --results only without --spec (with a spec the "
-           "model makes the detections)\n";
-    return std::nullopt;
-  }
-  if (spec && o.annotations.empty() != o.image_dir.empty()) {
-    err << "mrcnn-engine: label_check with --spec takes --annotations and --image-dir together "
-           "(or neither: the spec's --split)\n";
-    return std::nullopt;
-  }
-  if (has("--split")) {
-    o.split = get("--split");
-    if ((o.split != "train" && o.split != "val") || !spec || !o.annotations.empty()) {
-      err << "mrcnn-engine: --split " << o.split
-          << ": label_check takes --split train or val, with --spec and without --annotations\n";
-      return std::nullopt;
-    }
-  }
-  if (has("--folds") || has("--fold-steps")) {
-    const std::optional<int64_t> folds = has("--folds") ? wholeNumber(get("--folds"), 2) : std::nullopt;
-    if (!spec || !folds || *folds > 100) {
-      err << "mrcnn-engine: label_check --folds K (2 to 100) trains K models from the spec: it "
-             "needs --spec, and --fold-steps needs --folds\n";
-      return std::nullopt;
-    }
-    o.folds = static_cast<uint32_t>(*folds);
-    if (!has("--split") && o.annotations.empty()) o.split = "train";
-    if (has("--fold-steps")) {
-      const std::optional<int64_t> steps = wholeNumber(get("--fold-steps"), 1);
-      if (!steps) {
-        err << "mrcnn-engine: --fold-steps " << get("--fold-steps") << ": a whole number from 1\n";
-        return std::nullopt;
-      }
-      o.fold_steps = static_cast<uint64_t>(*steps);
-    }
-  }
-  if (has("--score-threshold")) {
-    try {
-      size_t used = 0;
-      o.score_threshold = std::stod(get("--score-threshold"), &used);
-      if (used != get("--score-threshold").size() || !(o.score_threshold > 0) ||
-          o.score_threshold > 1)
-        throw std::invalid_argument("range");
-    } catch (const std::exception&) {
-      err << "mrcnn-engine: --score-threshold " << get("--score-threshold")
-          << ": a score in (0, 1]\n";
-      return std::nullopt;
-    }
-  }
-  if (has("--top")) {
-    const std::optional<int64_t> top = wholeNumber(get("--top"), 0);
-    if (!top) {
-      err << "mrcnn-engine: --top " << get("--top") << ": a whole number\n";
-      return std::nullopt;
-    }
-    o.top = static_cast<size_t>(*top);
-  }
-  return o;
-}
-
 }  // namespace
 
 int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  std::map<std::string, std::string> values;
-  std::vector<std::string> overrides;
-  std::vector<std::string> annotations;  // dataset_stats takes several
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    std::string a = args[i];
-    if (a == "--help" || a == "-h") {
-      out << kUsage;
-      return kExitOk;
-    }
-    if (a == "--version") {
-      const RuntimeInfo runtime = runtimeInfo();
-      out << "mrcnn-engine " << MRCNN_VERSION << '\n'
-          << "LibTorch " << runtime.torch_version
-          << ", CUDA build: " << (runtime.cuda_built ? "yes" : "no")
-          << ", GPUs available: " << runtime.cuda_devices
-          << ", CPU threads: " << runtime.cpu_threads << '\n';
-      return kExitOk;
-    }
-    std::string value;
-    bool inline_value = false;
-    if (const auto eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = a.substr(eq + 1);
-      a = a.substr(0, eq);
-      inline_value = true;
-    }
-    if (kFlags.count(a) && !inline_value) {
-      if (!values.emplace(a, "true").second) {
-        err << "mrcnn-engine: " << a << " given twice\n";
-        return kExitUsage;
-      }
-      continue;
-    }
-    if (!kValueOptions.count(a)) {
-      err << "mrcnn-engine: unknown argument \"" << a << "\"\n" << kUsage;
-      return kExitUsage;
-    }
-    if (!inline_value) {
-      if (i + 1 >= args.size()) {
-        err << "mrcnn-engine: " << a << " needs a value\n" << kUsage;
-        return kExitUsage;
-      }
-      value = args[++i];
-    }
-    if (a == "--set") {
-      overrides.push_back(value);
-    } else if (a == "--annotations" && values.count(a)) {
-      annotations.push_back(value);
-    } else if (!values.emplace(a, value).second) {
-      err << "mrcnn-engine: " << a << " given twice\n";
-      return kExitUsage;
-    }
+  const std::string usage_text = usage();
+  const std::optional<CommandLine> parsed = parseCommandLine(args, err, usage_text.c_str());
+  if (!parsed) return kExitUsage;
+  const CommandLine& c = *parsed;
+  if (c.help) {
+    out << usage_text;
+    return kExitOk;
   }
-  const auto get = [&](const char* key) {
-    const auto it = values.find(key);
-    return it == values.end() ? std::string() : it->second;
-  };
-  const std::string task = values.count("--task") ? get("--task") : "train";
-  if (values.count("--annotations")) annotations.insert(annotations.begin(), get("--annotations"));
-  if (annotations.size() > 1 && task != "dataset_stats") {
-    err << "mrcnn-engine: --annotations given twice\n";
-    return kExitUsage;
+  if (c.version) {
+    const RuntimeInfo runtime = runtimeInfo();
+    out << "mrcnn-engine " << MRCNN_VERSION << '\n'
+        << "LibTorch " << runtime.torch_version
+        << ", CUDA build: " << (runtime.cuda_built ? "yes" : "no")
+        << ", GPUs available: " << runtime.cuda_devices
+        << ", CPU threads: " << runtime.cpu_threads << '\n';
+    return kExitOk;
   }
-  if (task == "dataset_import") {
-    if (values.count("--spec")) {
-      err << "mrcnn-engine: dataset_import takes no --spec (it makes the data set a spec then "
-             "names)\n"
-          << kUsage;
-      return kExitUsage;
-    }
-    DatasetImportOptions options;
-    options.format = get("--format");
-    options.input = get("--input");
-    options.output_dir = get("--output-dir");
-    options.split = get("--split");
-    options.seed = get("--seed");
-    options.labels = get("--labels");
-    options.copy_images = values.count("--copy-images") > 0;
-    return runDatasetImport(options, out, err);
-  }
-  std::optional<LabelCheckOptions> label_check;
-  if (task == "label_check") {
-    label_check = labelCheckOptions(values, err);
-    if (!label_check) return kExitUsage;
-    if (!values.count("--spec")) return runLabelCheckFiles(*label_check, out, err);
-  }
-  if (task == "dataset_stats" && !values.count("--spec")) {
-    if (annotations.empty()) {
-      err << "mrcnn-engine: dataset_stats needs --spec or --annotations FILE.json\n" << kUsage;
-      return kExitUsage;
-    }
-    DatasetStatsOptions options;
-    options.annotations.assign(annotations.begin(), annotations.end());
-    options.output_dir = get("--output-dir");
-    return runDatasetStatsFiles(options, out, err);
-  }
-
-  // evaluate: a results file against annotations (no model), or a checkpoint on the spec's
-  // validation set.
-  const bool evaluate_files = values.count("--annotations") || values.count("--results");
-  if (task == "evaluate" && evaluate_files && values.count("--spec")) {
+  const std::string task = c.task();
+  const auto& values = c.values;
+  const auto get = [&](const char* key) { return c.get(key); };
+  if (task == "evaluate" && (c.has("--annotations") || c.has("--results")) && c.has("--spec")) {
     err << "mrcnn-engine: evaluate takes either --spec (a checkpoint on the spec's validation "
            "set) or --annotations and --results (a results file), not both\n"
-        << kUsage;
+        << usage_text;
     return kExitUsage;
   }
-  if (task == "evaluate" && !values.count("--spec")) {
-    EvaluateFilesOptions options;
-    options.annotations = get("--annotations");
-    options.results = get("--results");
-    options.iou_type = get("--iou-type");
-    options.metrics_out = get("--metrics-out");
-    if (options.annotations.empty() || options.results.empty()) {
-      err << "mrcnn-engine: evaluate needs --annotations and --results (or --spec with a "
-             "trained run)\n"
-          << kUsage;
-      return kExitUsage;
-    }
-    return runEvaluateFiles(options, out, err);
+  // The tasks on files (engine/file_tasks.h), as mrcnn-data runs them.
+  if (isFileTask(task, c.has("--spec"))) return runFileTask(c, out, err);
+  std::optional<LabelCheckOptions> label_check;
+  if (task == "label_check") {
+    label_check = labelCheckOptions(c, err);
+    if (!label_check) return kExitUsage;
   }
 
   if (task == "dataset_convert" && values.count("--spec")) {
@@ -389,7 +175,7 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
                "the run directory's shards/) or --image-dir, --annotations and --output-dir, "
                "not both ("
             << file_option << " was given with --spec)\n"
-            << kUsage;
+            << usage_text;
         return kExitUsage;
       }
     }
@@ -409,11 +195,11 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
   options.task = task;
   options.spec_path = get("--spec");
   options.run_dir = get("--run-dir");
-  options.overrides = overrides;
+  options.overrides = c.overrides;
   options.checkpoint = get("--checkpoint");
   options.test_faults = testFaultsFromEnvironment();
   if (options.spec_path.empty()) {
-    err << "mrcnn-engine: --spec is required for task " << options.task << '\n' << kUsage;
+    err << "mrcnn-engine: --spec is required for task " << options.task << '\n' << usage_text;
     return kExitUsage;
   }
   if (task == "validate") return runValidate(options, out, err);
@@ -498,7 +284,7 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
     if (!prune) return kExitUsage;
     return runPrune(options, *prune, out, err);
   }
-  err << "mrcnn-engine: unknown task \"" << task << "\"\n" << kUsage;
+  err << "mrcnn-engine: unknown task \"" << task << "\"\n" << usage_text;
   return kExitUsage;
 }
 

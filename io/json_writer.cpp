@@ -94,6 +94,12 @@ JsonWriter& JsonWriter::value(std::string_view s) {
 
 JsonWriter& JsonWriter::raw(std::string_view json) {
   beforeValue();
+  if (json.size() >= (1u << 16)) {
+    // A large piece goes to the stream as it is, after what is gathered, not through the buffer.
+    flush();
+    out_.write(json.data(), static_cast<std::streamsize>(json.size()));
+    return written();
+  }
   buffer_ += json;
   return written();
 }

@@ -3,6 +3,10 @@
 datumaro on the same generated data set, and prints the table of docs/BENCHMARKS.md
 ("Dataset import").
 
+Rows: the two commands a user types (mrcnn-data, which runs the tasks on files without
+LibTorch, and mrcnn-workbench --headless in front of it), then the bench_import driver (the
+importer alone, on the LabelMe files and on the CVAT XML).
+
 The data: N images (default 10,000; small PNGs, one file each) with a few polygons each,
 written twice with the same annotations: as LabelMe JSON files (one a picture, the issue's
 case) and as one CVAT for images 1.1 XML. datumaro has no reader for LabelMe's JSON (its
@@ -11,7 +15,7 @@ exporting COCO; we time our importer on both inputs, so the ratio compares the s
 
   scripts/bench_import.py [--images N] [--repeat R] [--threads T]
 
-Build the driver first: flock /tmp/mrcnn-build.lock scripts/build.sh bench_import
+Build first: flock /tmp/mrcnn-build.lock scripts/build.sh bench_import mrcnn-data mrcnn-workbench
 datumaro runs from its venv ($MRCNN_VENV/datumaro, made by scripts/setup.sh).
 """
 
@@ -102,6 +106,25 @@ def generate(root, count, seed=0):
     return labelme, cvat_dir
 
 
+def find_program(name):
+    build = os.environ.get("MRCNN_BUILD_DIR", os.path.join(ROOT, "build"))
+    path = os.path.join(build, "bin", name)
+    if not os.access(path, os.X_OK):
+        sys.exit(name + " not built: flock /tmp/mrcnn-build.lock scripts/build.sh " + name)
+    return path
+
+
+def time_command(argv, out):
+    """Wall seconds of a whole command a user types (its start included)."""
+    shutil.rmtree(out, ignore_errors=True)
+    started = time.perf_counter()
+    result = subprocess.run(argv, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    if result.returncode != 0:
+        sys.exit(" ".join(argv) + " failed: " + result.stderr[-3000:])
+    return wall
+
+
 def time_ours(driver, fmt, src, out, threads):
     shutil.rmtree(out, ignore_errors=True)
     started = time.perf_counter()
@@ -151,10 +174,18 @@ def main():
                            key=lambda r: r[0])
         ours_cvat = min((time_ours(driver, "cvat", cvat_dir, out, args.threads) for _ in range(args.repeat)),
                         key=lambda r: r[0])
+        # The commands a user runs: mrcnn-data (no LibTorch), and the headless launcher in
+        # front of it. Their threads: all cores (2 on the benchmark machine).
+        task = ["--task", "dataset_import", "--format", "labelme", "--input", labelme, "--output-dir", out]
+        data_wall = min(time_command([find_program("mrcnn-data")] + task, out) for _ in range(args.repeat))
+        headless_wall = min(time_command([find_program("mrcnn-workbench"), "--headless"] + task, out)
+                            for _ in range(args.repeat))
         dm_wall, dm_work, dm_load = time_datumaro(os.path.join(cvat_dir, "annotations.xml"), out)
     print("Dataset import: %d images, %d instances, %d threads for ours" % (ours_labelme[1], ours_labelme[2], args.threads))
     print("| what | input | wall s | vs datumaro |")
     print("| --- | --- | ---: | ---: |")
+    print("| ours: `mrcnn-data --task dataset_import` | LabelMe JSON, %d files | %.2f | %.1fx |" % (args.images, data_wall, dm_wall / data_wall))
+    print("| ours: `mrcnn-workbench --headless --task dataset_import` | LabelMe JSON, %d files | %.2f | %.1fx |" % (args.images, headless_wall, dm_wall / headless_wall))
     print("| ours (bench_import) | LabelMe JSON, %d files | %.2f | %.1fx |" % (args.images, ours_labelme[0], dm_wall / ours_labelme[0]))
     print("| ours (bench_import) | CVAT XML, 1 file | %.2f | %.1fx |" % (ours_cvat[0], dm_wall / ours_cvat[0]))
     print("| datumaro 1.13.12 (CVAT -> COCO) | CVAT XML, 1 file | %.2f (%.2f import+export, %.2f `import datumaro`) | 1.0x |"

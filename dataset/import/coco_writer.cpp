@@ -153,14 +153,13 @@ void writeCocoSplit(const std::filesystem::path& path, const ImportedDataset& da
     a.endArray();
     text[c] = chunk.str();
   });
-  std::string annotations = "[";
+  // Each chunk's annotations as one raw piece of the array, without the chunk's brackets.
+  w.key("annotations").beginArray();
   for (size_t c = 0; c < chunks; ++c) {
-    if (c > 0) annotations += ',';
-    annotations.append(text[c], 1, text[c].size() - 2);  // without the chunk's brackets
+    w.raw(std::string_view(text[c]).substr(1, text[c].size() - 2));
     std::string().swap(text[c]);
   }
-  annotations += ']';
-  w.key("annotations").raw(annotations);
+  w.endArray();
   w.key("categories").beginArray();
   for (size_t k = 0; k < categories.size(); ++k) {
     w.beginObject()

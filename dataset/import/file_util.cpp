@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -49,6 +50,63 @@ std::string readFileOrThrow(const std::filesystem::path& path, size_t spare_capa
   bytes.resize(have);
   if (bytes.capacity() < have + spare_capacity) bytes.reserve(have + spare_capacity);
   return bytes;
+}
+
+namespace {
+
+// Adds the matching files of `dir` (a path ending without '/') and its folders to `out`.
+void walkFolder(const std::string& dir, std::string_view suffix, std::vector<std::string>& out) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) throw ImportError(dir, "", std::string("cannot list the folder: ") + std::strerror(errno));
+  std::vector<std::string> folders;
+  errno = 0;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string_view name = e->d_name;
+    if (name == "." || name == "..") continue;
+    std::string path = dir + "/" + std::string(name);
+    unsigned char type = e->d_type;
+    if (type == DT_UNKNOWN || type == DT_LNK) {
+      // The entry's own type for a folder (links are not walked into), the target's for a file.
+      struct stat st {};
+      if (::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+        type = DT_DIR;
+      } else {
+        type = ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
+      }
+    }
+    if (type == DT_DIR) {
+      folders.push_back(std::move(path));
+    } else if (type == DT_REG && name.size() >= suffix.size() &&
+               name.substr(name.size() - suffix.size()) == suffix) {
+      out.push_back(std::move(path));
+    }
+  }
+  ::closedir(d);
+  for (const std::string& folder : folders) walkFolder(folder, suffix, out);
+}
+
+// fs::path's order on paths under one root: component by component, which is the order of
+// the strings with '/' below every other character.
+bool pathLess(const std::string& a, const std::string& b) {
+  const size_t n = std::min(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    if (a[i] == b[i]) continue;
+    const int ca = a[i] == '/' ? -1 : static_cast<unsigned char>(a[i]);
+    const int cb = b[i] == '/' ? -1 : static_cast<unsigned char>(b[i]);
+    return ca < cb;
+  }
+  return a.size() < b.size();
+}
+
+}  // namespace
+
+std::vector<std::string> filesUnder(const std::filesystem::path& root, std::string_view suffix) {
+  std::string dir = root.string();
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  std::vector<std::string> files;
+  walkFolder(dir, suffix, files);
+  std::sort(files.begin(), files.end(), pathLess);
+  return files;
 }
 
 std::string lineColumn(std::string_view text, size_t offset) {

@@ -7,12 +7,20 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace mrcnn::dataset::import {
 
 // The file's bytes; throws ImportError naming it when it cannot be read. `spare_capacity`
 // bytes more are reserved past the end (a parser's padding).
 std::string readFileOrThrow(const std::filesystem::path& path, size_t spare_capacity = 0);
+
+// Every file under `root` (recursively; a symbolic link is followed to a file, not into a
+// folder) whose name ends with `suffix`, in the order fs::path sorts them (component by
+// component). A walk with readdir: ten thousand files take milliseconds, where
+// recursive_directory_iterator and path comparisons take tens. Throws ImportError naming a
+// folder it cannot list.
+std::vector<std::string> filesUnder(const std::filesystem::path& root, std::string_view suffix);
 
 // "line L, column C" (both from 1) of a byte offset in text.
 std::string lineColumn(std::string_view text, size_t offset);

@@ -328,6 +328,11 @@ ImportSummary importDataset(const ImportOptions& options,
 
   std::map<std::string, CocoSplitOutput> outputs;
   const fs::path output_absolute = fs::absolute(options.output_dir).lexically_normal();
+  std::vector<std::string> file_names(dataset.images.size());
+  parallelFor(dataset.images.size(), context.threads, [&](size_t i) {
+    if (image_ok[i])
+      file_names[i] = outputFileName(dataset.images[i], split[i], options.copy_images, output_absolute);
+  });
   for (size_t i = 0; i < dataset.images.size(); ++i) {
     if (!image_ok[i]) {
       ++summary.images_skipped;
@@ -335,7 +340,7 @@ ImportSummary importDataset(const ImportOptions& options,
     }
     CocoSplitOutput& out = outputs[split[i]];
     out.images.push_back(static_cast<uint32_t>(i));
-    out.file_names.push_back(outputFileName(dataset.images[i], split[i], options.copy_images, output_absolute));
+    out.file_names.push_back(std::move(file_names[i]));
   }
   for (size_t i = 0; i < dataset.instances.size(); ++i) {
     if (!instance_ok[i]) {

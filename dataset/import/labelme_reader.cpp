@@ -249,23 +249,16 @@ FileResult readFile(const fs::path& json_path, simdjson::dom::parser& parser, Pr
   return result;
 }
 
-std::vector<fs::path> jsonFiles(const fs::path& input) {
-  std::vector<fs::path> files;
-  if (fs::is_regular_file(input)) {
-    files.push_back(input);
-    return files;
-  }
-  for (const auto& entry : fs::recursive_directory_iterator(input)) {
-    if (entry.is_regular_file() && entry.path().extension() == ".json") files.push_back(entry.path());
-  }
-  std::sort(files.begin(), files.end());  // the order of the output does not follow the disk's
-  return files;
+// The order of the output does not follow the disk's: the files sorted by path.
+std::vector<std::string> jsonFiles(const fs::path& input) {
+  if (fs::is_regular_file(input)) return {input.string()};
+  return filesUnder(input, ".json");
 }
 
 }  // namespace
 
 ImportedDataset readLabelMe(const ReadContext& context) {
-  const std::vector<fs::path> files = jsonFiles(context.input);
+  const std::vector<std::string> files = jsonFiles(context.input);
   if (files.empty()) {
     throw ImportError(display(context.input), "", "no LabelMe .json files in this folder");
   }
@@ -282,6 +275,10 @@ ImportedDataset readLabelMe(const ReadContext& context) {
                        " LabelMe files");
       });
   ImportedDataset dataset;
+  size_t instances = 0;
+  for (const FileResult& r : results) instances += r.instances.size();
+  dataset.images.reserve(results.size());
+  dataset.instances.reserve(instances);
   for (FileResult& r : results) {
     if (!r.is_labelme) continue;
     const auto image_index = static_cast<uint32_t>(dataset.images.size());

@@ -6,6 +6,8 @@
 #include <limits>
 #include <numeric>
 #include <stdexcept>
+#include <tuple>
+#include <utility>
 
 namespace mrcnn::dataset {
 namespace {
@@ -34,16 +36,26 @@ int truncToInt(double d) {
   return static_cast<int>(d);
 }
 
-// The run starts of rleFromPolygon's crossings (column * h + row), with their columns.
+// rleFromPolygon's working memory, kept by each thread between calls: an import or an
+// evaluation rasterises tens of thousands of small polygons.
+struct PolygonScratch {
+  std::vector<int> x, y;            // the vertices on the fine grid
+  std::vector<uint32_t> starts;     // run starts (column * h + row)
+  std::vector<uint64_t> columns;    // their columns
+  std::vector<uint32_t> first;      // the counting sort's places
+  std::vector<uint32_t> sorted;     // the starts in order, then the pixel count
+};
+
+// The run starts of rleFromPolygon's crossings, with their columns.
 class Crossings {
  public:
-  explicit Crossings(size_t expected) {
-    starts_.reserve(expected);
-    columns_.reserve(expected);
+  explicit Crossings(PolygonScratch& scratch) : s_(scratch) {
+    s_.starts.clear();
+    s_.columns.clear();
   }
   void push(uint64_t column, uint32_t start) {
-    starts_.push_back(start);
-    columns_.push_back(column);
+    s_.starts.push_back(start);
+    s_.columns.push_back(column);
     low_ = std::min(low_, column);
     high_ = std::max(high_, column);
   }
@@ -52,20 +64,23 @@ class Crossings {
   // spans and an insertion sort of each column's few crossings order them; std::sort where a
   // start passes `end` (pycocotools' 32-bit arithmetic wraps; every column counts when w is
   // 0) or the columns spread far apart.
-  std::vector<uint32_t> sorted(uint32_t h, uint32_t end) {
-    const size_t n = starts_.size();
+  std::vector<uint32_t>& sorted(uint32_t h, uint32_t end) {
+    const size_t n = s_.starts.size();
+    std::vector<uint32_t>& out = s_.sorted;
     const bool by_column = n > 0 && h > 0 && (high_ + 1) * uint64_t{h} <= end &&
                            high_ - low_ <= 4 * n + 64;
     if (!by_column) {
-      starts_.push_back(end);
-      std::sort(starts_.begin(), starts_.end());
-      return std::move(starts_);
+      out.assign(s_.starts.begin(), s_.starts.end());
+      out.push_back(end);
+      std::sort(out.begin(), out.end());
+      return out;
     }
-    std::vector<uint32_t> first(high_ - low_ + 2, 0);  // each column's first place
-    for (uint64_t c : columns_) ++first[c - low_ + 1];
+    std::vector<uint32_t>& first = s_.first;  // each column's first place
+    first.assign(high_ - low_ + 2, 0);
+    for (uint64_t c : s_.columns) ++first[c - low_ + 1];
     std::partial_sum(first.begin(), first.end(), first.begin());
-    std::vector<uint32_t> out(n + 1);
-    for (size_t i = 0; i < n; ++i) out[first[columns_[i] - low_]++] = starts_[i];
+    out.resize(n + 1);
+    for (size_t i = 0; i < n; ++i) out[first[s_.columns[i] - low_]++] = s_.starts[i];
     // first[c] is now the end of column c: insertion-sort each column's stretch.
     size_t begin = 0;
     for (size_t c = 0; c + 1 < first.size(); ++c) {
@@ -83,8 +98,7 @@ class Crossings {
   }
 
  private:
-  std::vector<uint32_t> starts_;
-  std::vector<uint64_t> columns_;
+  PolygonScratch& s_;
   uint64_t low_ = UINT64_MAX;
   uint64_t high_ = 0;
 };
@@ -108,18 +122,13 @@ struct CrossingGrid {
     return r == 0 ? u : u + 5 - r;
   }
   // The run start of a crossing in the centre column of fine-grid column u whose two points'
-  // lower row is v (as pycocotools rounds it: (v + .5) / 5 - .5 clamped to [0, h], rounded up).
+  // lower row is v. pycocotools rounds the row as (v + .5) / 5 - .5 clamped to [0, h] and
+  // rounded up: for a whole v that is (v - 2) / 5 rounded up, clamped, in whole numbers.
   void add(int64_t u, int v, Crossings& crossings) const {
-    double yd = (static_cast<double>(v) + .5) / 5 - .5;
-    if (yd < 0) {
-      yd = 0;
-    } else if (yd > h) {
-      yd = h;
-    }
-    yd = std::ceil(yd);
+    const int64_t q = int64_t{v} - 2;
+    const int64_t row = q <= 0 ? 0 : std::min<int64_t>((q + 4) / 5, h);
     const int64_t column = (u - 2) / 5;
-    crossings.push(static_cast<uint64_t>(column),
-                   static_cast<uint32_t>(column * h + static_cast<int>(yd)));
+    crossings.push(static_cast<uint64_t>(column), static_cast<uint32_t>(column * h + row));
   }
   // The same for the crossing between two points of columns u0 != u1 (next to each other).
   void addBetween(int u0, int u1, int v, Crossings& crossings) const {
@@ -464,7 +473,11 @@ Rle rleFromPolygon(std::span<const double> xy, uint32_t h, uint32_t w) {
   }
 
   // Vertices on the fine grid, rounded half up the way C's (int)(v + .5) does it.
-  std::vector<int> x(k + 1), y(k + 1);
+  thread_local PolygonScratch scratch;
+  std::vector<int>& x = scratch.x;
+  std::vector<int>& y = scratch.y;
+  x.resize(k + 1);
+  y.resize(k + 1);
   for (size_t j = 0; j < k; ++j) {
     x[j] = truncToInt(kScale * xy[2 * j] + .5);
     y[j] = truncToInt(kScale * xy[2 * j + 1] + .5);
@@ -491,7 +504,7 @@ Rle rleFromPolygon(std::span<const double> xy, uint32_t h, uint32_t w) {
   // crossings matter, and their order does not (they are sorted below): each edge's first
   // point is compared with the previous edge's last, and inside an edge the steps that cross a
   // centre column are found directly, not walked (see addEdgeCrossings).
-  Crossings crossings(static_cast<size_t>(boundary / kScale / kScale) + 8);
+  Crossings crossings(scratch);
   const CrossingGrid grid(h, w);
   bool first = true;
   int pu = 0, pv = 0;  // the previous edge's last point
@@ -522,7 +535,7 @@ Rle rleFromPolygon(std::span<const double> xy, uint32_t h, uint32_t w) {
 
   // Each crossing toggles inside/outside from there on down the column-major order: sort
   // them, take differences, and cancel toggles that fall on the same pixel.
-  std::vector<uint32_t> starts = crossings.sorted(h, static_cast<uint32_t>(pixelCount(h, w)));
+  std::vector<uint32_t>& starts = crossings.sorted(h, static_cast<uint32_t>(pixelCount(h, w)));
   uint32_t previous = 0;
   for (uint32_t& s : starts) {
     const uint32_t t = s;
@@ -530,6 +543,7 @@ Rle rleFromPolygon(std::span<const double> xy, uint32_t h, uint32_t w) {
     previous = t;
   }
   Rle rle{h, w, {}};
+  rle.counts.reserve(starts.size());
   rle.counts.push_back(starts[0]);
   for (size_t j = 1; j < starts.size();) {
     if (starts[j] > 0) {

@@ -424,4 +424,17 @@ std::string datasetStatsJson(const DatasetStats& stats) {
   return out.str() + "\n";
 }
 
+DatasetStats datasetStatsOfFiles(const std::vector<std::pair<std::string, std::string>>& files,
+                                 const AnchorCoverageOptions& anchors, int64_t num_classes,
+                                 bool labels_are_ids) {
+  std::vector<CocoDataset> data;
+  data.reserve(files.size());
+  for (const auto& [name, path] : files)
+    data.push_back(loadCoco(path));
+  std::vector<LabeledSet> sets;
+  for (size_t i = 0; i < files.size(); ++i)
+    sets.push_back({files[i].first, files[i].second, &data[i]});
+  return datasetStats(sets, anchors, num_classes, labels_are_ids);
+}
+
 }  // namespace mrcnn::dataset

@@ -92,6 +92,12 @@ struct LabeledSet {
 DatasetStats datasetStats(const std::vector<LabeledSet>& sets, const AnchorCoverageOptions& anchors,
                           int64_t num_classes = 0, bool labels_are_ids = false);
 
+// The same on annotation files, each loaded (loadCoco: CocoError names a file it cannot use)
+// and named by the first of its pair ("train", "val", the file's name).
+DatasetStats datasetStatsOfFiles(const std::vector<std::pair<std::string, std::string>>& files,
+                                 const AnchorCoverageOptions& anchors, int64_t num_classes = 0,
+                                 bool labels_are_ids = false);
+
 // The IoU of a box of (w, h) with the best anchor of the options on the canvas, the box's
 // centre at (cx, cy) of the resized image: the anchors centred on the nearest cell of each
 // level (the best position for each shape).

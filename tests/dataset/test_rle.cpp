@@ -149,6 +149,18 @@ class TestRle : public QObject {
     QCOMPARE(text, expected);
   }
 
+  // Raw pieces in an array, small ones through the buffer and large ones (64 KiB and more)
+  // straight to the stream: the same text, commas and order either way.
+  void jsonWriterRawPieces() {
+    const std::string big = "{\"a\":\"" + std::string(70000, 'x') + "\"},{\"b\":1}";
+    const std::string text = compact([&](JsonWriter& j) {
+      j.beginObject().key("k").beginArray().raw("1").raw(big).raw("2,3").endArray();
+      j.key("z").raw(big.substr(0, big.find(',')));
+      j.endObject();
+    });
+    QCOMPARE(text, "{\"k\":[1," + big + ",2,3],\"z\":" + big.substr(0, big.find(',')) + "}");
+  }
+
   // A mask as polygons for editing: each region's outline, largest first, which drawn again
   // covers the region; specks are left out.
   void maskPolygonsTraceEachRegion() {
