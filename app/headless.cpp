@@ -14,6 +14,7 @@
 
 #include "app/event_render.h"
 #include "app/rank_launcher.h"
+#include "app/remote_launch.h"
 #include "engine/file_tasks.h"
 #include "specs/spec.h"
 
@@ -92,6 +93,8 @@ constexpr const char* kUsage =
     "data-parallel training (one engine process a rank, PyTorch's c10d: Gloo on the CPU,\n"
     "NCCL on GPUs): --nproc-per-node N [--nnodes M --node-rank R --master-addr A "
     "--master-port P]\n"
+    "on a host of the hosts file ($XDG_CONFIG_HOME/mrcnn-workbench/hosts.json): --host NAME\n"
+    "(the spec goes there, runs detached, is followed here and comes back into --run-dir)\n"
     "--raw-events: rank 0's JSON event lines as they are (for programs, the GUI), not rendered\n"
     "tasks: train (default), validate, evaluate, inference, dataset_convert, dataset_import, "
     "dataset_stats, label_check, benchmark, prune, export\n";
@@ -99,7 +102,26 @@ constexpr const char* kUsage =
 // The launcher's own options (not passed to the engine).
 bool launcherOption(const std::string& name) {
   return name == "--nproc-per-node" || name == "--nnodes" || name == "--node-rank" ||
-         name == "--master-addr" || name == "--master-port";
+         name == "--master-addr" || name == "--master-port" || name == "--host";
+}
+
+// The engine's arguments on a host: without --spec and --run-dir (the host's own are used;
+// --run-dir names the local folder the run comes back into).
+std::vector<std::string> hostArgs(const std::vector<std::string>& engine_args, std::string* run_dir) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < engine_args.size(); ++i) {
+    const std::string& a = engine_args[i];
+    const bool value_next = (a == "--spec" || a == "--run-dir") && i + 1 < engine_args.size();
+    if (a == "--run-dir" && value_next) *run_dir = engine_args[i + 1];
+    if (a.starts_with("--run-dir=")) *run_dir = a.substr(10);
+    if (value_next) {
+      ++i;
+      continue;
+    }
+    if (a.starts_with("--spec=") || a.starts_with("--run-dir=")) continue;
+    out.push_back(a);
+  }
+  return out;
 }
 
 }  // namespace
@@ -112,6 +134,7 @@ int runHeadless(const std::vector<std::string>& args, const std::string& self) {
   std::vector<std::string> overrides;
   RankLayout layout;
   bool raw_events = false;
+  std::string host;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--raw-events") {
@@ -135,6 +158,10 @@ int runHeadless(const std::vector<std::string>& args, const std::string& self) {
       }
       if (name == "--master-addr") {
         layout.master_addr = value;
+        continue;
+      }
+      if (name == "--host") {
+        host = value;
         continue;
       }
       const int n =
@@ -187,6 +214,21 @@ int runHeadless(const std::vector<std::string>& args, const std::string& self) {
     }
   }
 
+  if (!host.empty()) {
+    if (!have_spec || layout.distributed()) {
+      std::cerr << "mrcnn-workbench: --host runs a spec on a host of the hosts file: give the "
+                   "spec, and leave the process layout to the host's nproc_per_node\n";
+      return 2;
+    }
+    HostLaunch launch;
+    launch.host = host;
+    launch.spec_path = spec_path;
+    launch.overrides = overrides;
+    launch.engine_args = hostArgs(engine_args, &launch.local_run_dir);
+    launch.raw_events = raw_events;
+    launch.render = renderOptions(spec_path, overrides);
+    return runOnHost(launch);
+  }
   const bool file_task = engine::isFileTask(task, have_spec) && !layout.distributed();
   const std::filesystem::path engine = findProgram(self, file_task);
   if (::access(engine.c_str(), X_OK) != 0) {

@@ -30,6 +30,7 @@ debian_packages=(
   libonnx-dev   # the ONNX messages, checker and shape inference of the export (engine/export)
   libpng-dev libtinyxml2-dev  # the dataset importers: VOC's palette PNGs, CVAT's XML (dataset/import)
   libcurl4-openssl-dev libssl-dev  # weights by name: the download and its SHA-256 (weights/)
+  openssh-client rsync openssh-server  # remote runs (remote/): ssh, rsync; the tests' loopback sshd
   xvfb xauth
   clang libclang-rt-14-dev
   python3 python3-venv

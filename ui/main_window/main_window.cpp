@@ -33,6 +33,8 @@
 #include "ui/new_experiment/new_experiment_wizard.h"
 #include "ui/predictions/prediction_view.h"
 #include "ui/prune/prune_flow.h"
+#include "ui/hosts/hosts_dialog.h"
+#include "ui/run_monitor/host_box.h"
 #include "ui/run_monitor/process_count_box.h"
 #include "ui/run_monitor/run_model.h"
 #include "ui/run_monitor/runs_view.h"
@@ -294,6 +296,7 @@ void MainWindow::createActions() {
                                      tr("&Run the Spec"), spec_editor_, &SpecEditor::requestRun);
   run->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
   run->setToolTip(tr("Save the spec and start its task (Ctrl+R)"));
+  run_menu->addAction(tr("&Hosts…"), this, &MainWindow::editHosts);
 
   view_menu_ = menuBar()->addMenu(tr("&View"));
   auto* views = new QActionGroup(this);
@@ -326,6 +329,15 @@ void MainWindow::createActions() {
   bar->addSeparator();
   bar->addAction(run);
   bar->addWidget(new ProcessCountBox(runs_, bar));
+  host_box_ = new HostBox(runs_, bar);
+  bar->addWidget(host_box_);
+  connect(host_box_, &HostBox::editRequested, this, &MainWindow::editHosts);
+}
+
+void MainWindow::editHosts() {
+  HostsDialog dialog(remote::defaultHostsPath(), this);
+  dialog.exec();
+  host_box_->reload();
 }
 
 void MainWindow::showView(View which) {

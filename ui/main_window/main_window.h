@@ -16,6 +16,7 @@ class QTabWidget;
 namespace mrcnn::ui {
 
 class AnalysisView;
+class HostBox;
 class LabelReview;
 class DatasetBrowser;
 class NewExperimentWizard;
@@ -100,6 +101,8 @@ class MainWindow : public QMainWindow {
   void fillRecentMenu();
   void openRecent(int kind, const QString& path);
   void showAbout();
+  // Run › Hosts… and the Run-on box's last entry: the hosts file in its dialog.
+  void editHosts();
   void leaveStartPage();
   // Makes `widget` the central widget; the one it replaces stays a hidden child (the window
   // keeps owning it, and its children are still found).
@@ -108,6 +111,7 @@ class MainWindow : public QMainWindow {
 
   SpecEditor* spec_editor_;
   RunsView* runs_ = nullptr;
+  HostBox* host_box_ = nullptr;
   DatasetBrowser* datasets_ = nullptr;
   PredictionView* predictions_ = nullptr;
   WarningReview* warnings_ = nullptr;

@@ -57,6 +57,10 @@ QStringList EngineProcess::arguments(const Options& options) {
 }
 
 EngineProcess::Command EngineProcess::command(const Options& options) {
+  if (!options.host.isEmpty()) {
+    return {launcherPath(),
+            QStringList{"--headless", "--raw-events", "--host", options.host} + arguments(options)};
+  }
   if (options.nproc_per_node <= 1) return {enginePath(), arguments(options)};
   // --raw-events: the launcher would otherwise render the events for a terminal.
   return {launcherPath(), QStringList{"--headless", "--raw-events", "--nproc-per-node",
@@ -147,7 +151,7 @@ void EngineProcess::onError(QProcess::ProcessError error) {
   if (error != QProcess::FailedToStart || finish_reported_) return;
   finish_reported_ = true;
   // A data-parallel run starts the launcher, which has a variable of its own.
-  const bool launcher = options_.nproc_per_node > 1;
+  const bool launcher = options_.nproc_per_node > 1 || !options_.host.isEmpty();
   model_->setStartFailure(
       QStringLiteral("cannot start the %1 %2: %3 (set %4 to its path)")
           .arg(launcher ? QStringLiteral("launcher") : QStringLiteral("engine"), process_.program(),

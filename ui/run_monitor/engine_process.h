@@ -7,7 +7,11 @@
 // A data-parallel training run (nproc_per_node > 1) runs the workbench's headless launcher
 // instead (mrcnn-workbench --headless --raw-events --nproc-per-node N), which starts the
 // ranks, passes rank 0's events through unchanged, forwards SIGINT to every rank and takes
-// them with it when killed: to this class it is one engine.
+// them with it when killed: to this class it is one engine. A run on a host of the hosts file
+// (host set: remote/hosts.h) runs the launcher too (--headless --raw-events --host NAME): it
+// puts the spec there, starts the engine detached, passes its events through as it follows
+// them, turns SIGINT into the engine's graceful stop there, and brings the run folder back
+// into the run directory at the end.
 #pragma once
 
 #include <QByteArray>
@@ -31,6 +35,7 @@ class EngineProcess : public QObject {
     QStringList overrides;       // "path.to.field=value", each passed as --set
     QStringList task_arguments{};  // the task's own options, after the others (--output-dir ...)
     int nproc_per_node = 1;      // engine processes (ranks) on this machine; > 1 runs the launcher
+    QString host{};              // a host of the hosts file; empty: this machine
   };
 
   // What start() runs: a program and its arguments.
@@ -51,7 +56,8 @@ class EngineProcess : public QObject {
   // The engine's arguments (--spec, --task, --run-dir, --set..., the task's).
   static QStringList arguments(const Options& options);
   // The engine with arguments(), or for nproc_per_node > 1 the launcher with
-  // --headless --raw-events --nproc-per-node N before them. Starts nothing.
+  // --headless --raw-events --nproc-per-node N before them, or for a host the launcher with
+  // --headless --raw-events --host NAME. Starts nothing.
   static Command command(const Options& options);
 
   // Starts the engine; false when it is already running. Start failures are reported through

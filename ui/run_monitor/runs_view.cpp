@@ -227,7 +227,10 @@ void RunsView::startRun(const QString& specPath, const QString& task, const QStr
   options.run_dir = dir;
   options.overrides = overrides;
   options.task_arguments = taskArguments;
-  if (options.task == QLatin1String("train")) options.nproc_per_node = train_processes_;
+  if (options.task == QLatin1String("train")) {
+    options.nproc_per_node = train_host_.isEmpty() ? train_processes_ : 1;
+    options.host = train_host_;
+  }
   ensureProcess(run)->start(options);
   selectRows({row});
   emit runStarted(dir);
@@ -438,7 +441,9 @@ void RunsView::updateCurrentPanel(bool full_log) {
   }
   const RunModel& m = run->model;
   const RunStatus st = m.status();
-  status_->setText(m.statusLine());
+  // A run sent to a host says where it runs (its device is the host's).
+  const QString host = run->process ? run->process->options().host : QString();
+  status_->setText(host.isEmpty() ? m.statusLine() : tr("On host %1: %2").arg(host, m.statusLine()));
   const QString details = m.detailsLine();
   details_->setText(details);
   details_->setVisible(!details.isEmpty());
@@ -495,6 +500,12 @@ void RunsView::setTrainProcesses(int count) {
   if (count == train_processes_) return;
   train_processes_ = count;
   emit trainProcessesChanged(count);
+}
+
+void RunsView::setTrainHost(const QString& host) {
+  if (host == train_host_) return;
+  train_host_ = host;
+  emit trainHostChanged(host);
 }
 
 void RunsView::setSmoothing(double weight) {

@@ -68,6 +68,10 @@ class RunsView : public QWidget {
   // EngineProcess::Options::nproc_per_node; ProcessCountBox sets it). Other tasks run one.
   void setTrainProcesses(int count);  // at least 1
   int trainProcesses() const { return train_processes_; }
+  // Where a training run started here goes: a host of the hosts file, or "" for this machine
+  // (HostBox sets it; EngineProcess::Options::host). A resumed run goes where it ran.
+  void setTrainHost(const QString& host);
+  QString trainHost() const { return train_host_; }
 
   void setSmoothing(double weight);  // 0..0.99
   double smoothing() const { return smoothing_; }
@@ -115,6 +119,7 @@ class RunsView : public QWidget {
   void runOpened(const QString& runDir);
   void allEnginesStopped();
   void trainProcessesChanged(int count);
+  void trainHostChanged(const QString& host);
 
  protected:
   void changeEvent(QEvent* event) override;
@@ -169,6 +174,7 @@ class RunsView : public QWidget {
   int replot_count_ = 0;
   double smoothing_ = 0.6;
   int train_processes_ = 1;
+  QString train_host_;
 };
 
 }  // namespace mrcnn::ui

@@ -6,6 +6,7 @@
 // launcher in the engine's place, and keeps its number of processes when resumed.
 #include <signal.h>
 
+#include <QComboBox>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTemporaryDir>
@@ -13,6 +14,8 @@
 
 #include "tests/ui/run_monitor/test_lines.h"
 #include "ui/run_monitor/engine_process.h"
+#include "remote/hosts.h"
+#include "ui/run_monitor/host_box.h"
 #include "ui/run_monitor/process_count_box.h"
 #include "ui/run_monitor/run_model.h"
 #include "ui/run_monitor/runs_view.h"
@@ -205,6 +208,59 @@ class EngineProcessTest : public QObject {
     QCOMPARE(EngineProcess::command(o).program, QString("/elsewhere/mrcnn-workbench"));
     qunsetenv("MRCNN_WORKBENCH");
     qputenv("MRCNN_ENGINE", MRCNN_FAKE_ENGINE);
+  }
+
+  // The Run-on box lists this machine and the hosts file's hosts; a host chosen there sends
+  // train runs (only those) through the launcher's --host, with the engine's arguments after
+  // it; a host gone from the file falls back to this machine.
+  void hostBoxSendsTrainRunsToAHost() {
+    QTemporaryDir dir;
+    qputenv("XDG_CONFIG_HOME", dir.filePath("config").toUtf8());
+    mrcnn::remote::HostsFile hosts;
+    mrcnn::remote::Host gpu;
+    gpu.name = "gpu1";
+    gpu.destination = "me@gpu1.lab";
+    gpu.engine = "/opt/mrcnn/bin/mrcnn-engine";
+    gpu.work_dir = "/scratch/me";
+    hosts.hosts.push_back(gpu);
+    mrcnn::remote::saveHosts(mrcnn::remote::defaultHostsPath(), hosts);
+
+    RunsView view;
+    HostBox box(&view);
+    QComboBox* combo = box.comboBox();
+    QCOMPARE(combo->itemText(0), QString("This machine"));
+    QCOMPARE(combo->itemText(1), QString("gpu1 (me@gpu1.lab)"));
+    QCOMPARE(combo->itemText(combo->count() - 1), QString("Edit Hosts…"));
+    QSignalSpy edit(&box, &HostBox::editRequested);
+    emit combo->activated(combo->count() - 1);
+    QCOMPARE(edit.count(), 1);
+    QCOMPARE(view.trainHost(), QString());
+    emit combo->activated(1);
+    QCOMPARE(view.trainHost(), QString("gpu1"));
+
+    qputenv("MRCNN_WORKBENCH", "/opt/mrcnn/bin/mrcnn-workbench");
+    EngineProcess::Options o{"/specs/a.txt", "train", "/runs/a", {}};
+    o.host = "gpu1";
+    const EngineProcess::Command command = EngineProcess::command(o);
+    QCOMPARE(command.program, QString("/opt/mrcnn/bin/mrcnn-workbench"));
+    QCOMPARE(command.arguments, QStringList({"--headless", "--raw-events", "--host", "gpu1", "--spec",
+                                             "/specs/a.txt", "--task", "train", "--run-dir", "/runs/a"}));
+    qputenv("MRCNN_WORKBENCH", MRCNN_FAKE_ENGINE);
+    qputenv("FAKE_ENGINE_MODE", "silent");
+    view.startRun("spec.txt", "train", dir.filePath("train"));
+    QCOMPARE(view.engine(0)->options().host, QString("gpu1"));
+    view.startRun("spec.txt", "evaluate", dir.filePath("eval"));
+    QCOMPARE(view.engine(1)->options().host, QString());
+    QSignalSpy finished(&view, &RunsView::runFinished);
+    QTRY_VERIFY_WITH_TIMEOUT(!view.engine(0)->isRunning() && !view.engine(1)->isRunning(), 10000);
+
+    mrcnn::remote::saveHosts(mrcnn::remote::defaultHostsPath(), {});
+    box.reload();
+    QCOMPARE(view.trainHost(), QString());
+    QCOMPARE(combo->currentIndex(), 0);
+    qunsetenv("XDG_CONFIG_HOME");
+    qunsetenv("MRCNN_WORKBENCH");
+    qunsetenv("FAKE_ENGINE_MODE");
   }
 
   // The Processes box sets how many processes a train run gets; the launcher runs it (the

@@ -1,0 +1,137 @@
+#include "app/remote_launch.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "remote/hosts.h"
+#include "remote/remote_run.h"
+#include "specs/spec.h"
+
+namespace mrcnn::app {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::atomic<bool> g_stop_requested{false};
+
+void onStopSignal(int) { g_stop_requested = true; }
+
+void put(std::string_view text) {
+  while (!text.empty()) {
+    const ssize_t n = ::write(STDOUT_FILENO, text.data(), text.size());
+    if (n <= 0) return;
+    text.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+}  // namespace
+
+int runOnHost(const HostLaunch& launch) {
+  remote::HostsFile hosts;
+  const fs::path hosts_path = remote::defaultHostsPath();
+  try {
+    hosts = remote::loadHosts(hosts_path);
+  } catch (const remote::HostsError& e) {
+    std::cerr << "mrcnn-workbench: " << e.what() << '\n';
+    return 2;
+  }
+  const remote::Host* host = hosts.find(launch.host);
+  if (host == nullptr) {
+    std::string known;
+    for (const remote::Host& h : hosts.hosts) known += (known.empty() ? "" : ", ") + h.name;
+    std::cerr << "mrcnn-workbench: --host " << launch.host << ": no such host in "
+              << hosts_path.string() << " (" << (known.empty() ? "it names none" : "it names " + known)
+              << ")\n";
+    return 2;
+  }
+  if (host->kind != "ssh") {
+    std::cerr << "mrcnn-workbench: --host " << host->name << ": a " << host->kind
+              << " host; this version runs on ssh hosts\n";
+    return 2;
+  }
+
+  // The run's name and where it comes back, from the spec as a local run would have them.
+  const spec::LoadedSpec loaded = spec::loadSpecFile(launch.spec_path, launch.overrides);
+  std::ifstream in(launch.spec_path, std::ios::binary);
+  if (!in) {
+    std::cerr << "mrcnn-workbench: " << launch.spec_path << ": cannot read the spec\n";
+    return 3;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  const std::string run_name = loaded.resolved.run_name.empty()
+                                   ? fs::path(launch.spec_path).stem().string()
+                                   : loaded.resolved.run_name;
+  const std::string local_dir = !launch.local_run_dir.empty()
+                                    ? launch.local_run_dir
+                                    : (loaded.resolved.output_dir / run_name).string();
+  const remote::RemoteRun run =
+      remote::remoteRun(*host, fs::path(launch.spec_path).filename().string(), run_name);
+
+  EventRenderer renderer(launch.render);
+  int exit_code = 1;
+  try {
+    remote::uploadFile(*host, run.spec, text.str());
+    std::vector<std::string> set_args;
+    for (const std::string& o : launch.overrides) set_args.insert(set_args.end(), {"--set", o});
+    const remote::ChildResult checked = remote::validateOnHost(*host, run, set_args);
+    if (checked.exit_code != 0) {
+      std::cerr << checked.out << checked.err;
+      std::cerr << "mrcnn-workbench: the spec does not run on " << host->name << " as it is ("
+                << run.spec << "; paths in it are the host's)\n";
+      return checked.exit_code;
+    }
+    const int64_t waiter = remote::startOnHost(*host, run, launch.engine_args);
+    std::cerr << "mrcnn-workbench: started on " << host->name << " in " << run.run_dir
+              << "; following it (Ctrl-C stops it there, closing this leaves it running)\n";
+
+    struct sigaction action {}, old_int {}, old_term {};
+    action.sa_handler = onStopSignal;
+    ::sigaction(SIGINT, &action, &old_int);
+    ::sigaction(SIGTERM, &action, &old_term);
+    g_stop_requested = false;
+    bool stop_sent = false;
+    remote::FollowOptions follow;
+    follow.on_event = [&](std::string_view line) {
+      if (launch.raw_events) {
+        put(line);
+        put("\n");
+      } else {
+        put(renderer.line(line));
+      }
+    };
+    follow.on_notice = [](const std::string& notice) { std::cerr << "mrcnn-workbench: " << notice << '\n'; };
+    follow.on_idle = [&] {
+      if (!g_stop_requested || stop_sent) return;
+      stop_sent = true;
+      std::cerr << "mrcnn-workbench: asking the engine on " << host->name << " to stop\n";
+      try {
+        remote::stopOnHost(*host, run);
+      } catch (const remote::RemoteError& e) {
+        std::cerr << "mrcnn-workbench: " << e.what() << '\n';
+      }
+    };
+    const remote::FollowResult ended = remote::followOnHost(*host, run, waiter, follow);
+    ::sigaction(SIGINT, &old_int, nullptr);
+    ::sigaction(SIGTERM, &old_term, nullptr);
+    exit_code = ended.exit_code < 0 ? 1 : ended.exit_code;
+    if (exit_code != 0 && !ended.log_tail.empty()) std::cerr << ended.log_tail;
+    remote::bringBack(*host, run, local_dir);
+    std::cerr << "mrcnn-workbench: " << run.run_dir << " on " << host->name << " brought back into "
+              << local_dir << '\n';
+  } catch (const remote::RemoteError& e) {
+    if (!launch.raw_events) put(renderer.finish(1));
+    std::cerr << "mrcnn-workbench: " << e.what() << '\n';
+    return 1;
+  }
+  if (!launch.raw_events) put(renderer.finish(exit_code));
+  return exit_code;
+}
+
+}  // namespace mrcnn::app
