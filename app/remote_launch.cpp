@@ -11,6 +11,7 @@
 
 #include "remote/hosts.h"
 #include "remote/remote_run.h"
+#include "remote/slurm_job.h"
 #include "specs/spec.h"
 
 namespace mrcnn::app {
@@ -50,11 +51,6 @@ int runOnHost(const HostLaunch& launch) {
               << ")\n";
     return 2;
   }
-  if (host->kind != "ssh") {
-    std::cerr << "mrcnn-workbench: --host " << host->name << ": a " << host->kind
-              << " host; this version runs on ssh hosts\n";
-    return 2;
-  }
 
   // The run's name and where it comes back, from the spec as a local run would have them.
   const spec::LoadedSpec loaded = spec::loadSpecFile(launch.spec_path, launch.overrides);
@@ -87,9 +83,20 @@ int runOnHost(const HostLaunch& launch) {
                 << run.spec << "; paths in it are the host's)\n";
       return checked.exit_code;
     }
-    const int64_t waiter = remote::startOnHost(*host, run, launch.engine_args);
-    std::cerr << "mrcnn-workbench: started on " << host->name << " in " << run.run_dir
-              << "; following it (Ctrl-C stops it there, closing this leaves it running)\n";
+    remote::Waiter waiter;
+    if (host->kind == "slurm") {
+      const std::string script = remote::batchScript(*host, run, launch.engine_args);
+      std::cerr << "mrcnn-workbench: the batch script for " << host->name << " (kept as " << run.run_dir
+                << "/job.sbatch):\n"
+                << script;
+      waiter.job = remote::submitJob(*host, run, script);
+      std::cerr << "mrcnn-workbench: submitted to " << host->name << " as job " << waiter.job
+                << "; following it (Ctrl-C cancels it gracefully, closing this leaves it queued)\n";
+    } else {
+      waiter = remote::startOnHost(*host, run, launch.engine_args);
+      std::cerr << "mrcnn-workbench: started on " << host->name << " in " << run.run_dir
+                << "; following it (Ctrl-C stops it there, closing this leaves it running)\n";
+    }
 
     struct sigaction action {}, old_int {}, old_term {};
     action.sa_handler = onStopSignal;
@@ -121,6 +128,11 @@ int runOnHost(const HostLaunch& launch) {
     ::sigaction(SIGINT, &old_int, nullptr);
     ::sigaction(SIGTERM, &old_term, nullptr);
     exit_code = ended.exit_code < 0 ? 1 : ended.exit_code;
+    if (ended.exit_code < 0) {
+      std::cerr << "mrcnn-workbench: the engine on " << host->name
+                << " ended without an exit code (a job cancelled or out of time?): see "
+                << run.run_dir << "/engine.log\n";
+    }
     if (exit_code != 0 && !ended.log_tail.empty()) std::cerr << ended.log_tail;
     remote::bringBack(*host, run, local_dir);
     std::cerr << "mrcnn-workbench: " << run.run_dir << " on " << host->name << " brought back into "

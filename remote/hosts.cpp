@@ -52,7 +52,17 @@ SlurmOptions readSlurm(element value, const std::string& file, const std::string
     else if (key == "time") s.time = text(v, file, at);
     else if (key == "account") s.account = text(v, file, at);
     else if (key == "extra") s.extra = strings(v, file, at);
-    else throw HostsError(file, at, "unknown key (partition, nodes, gpus_per_node, time, account, extra)");
+    else if (key == "commands_dir") s.commands_dir = text(v, file, at);
+    else throw HostsError(file, at, "unknown key (partition, nodes, gpus_per_node, time, account, extra, commands_dir)");
+  }
+  // Each value becomes a line of the batch script: one line each.
+  for (const auto& [field, line] : {std::pair{"partition", &s.partition}, std::pair{"time", &s.time},
+                                    std::pair{"account", &s.account}, std::pair{"commands_dir", &s.commands_dir}}) {
+    if (line->find_first_of("\n\r") != std::string::npos) throw HostsError(file, place + "." + field, "one line");
+  }
+  for (size_t i = 0; i < s.extra.size(); ++i) {
+    if (s.extra[i].find_first_of("\n\r") != std::string::npos)
+      throw HostsError(file, place + ".extra[" + std::to_string(i) + "]", "one line");
   }
   return s;
 }
@@ -164,7 +174,9 @@ std::string hostsJson(const HostsFile& hosts) {
             .key("gpus_per_node").value(s.gpus_per_node).key("time").value(s.time).key("account").value(s.account)
             .key("extra").beginArray();
         for (const std::string& line : s.extra) w.value(line);
-        w.endArray().endObject();
+        w.endArray();
+        if (!s.commands_dir.empty()) w.key("commands_dir").value(s.commands_dir);
+        w.endObject();
       }
       w.endObject();
     }

@@ -5,7 +5,8 @@
 //               "engine": "/opt/mrcnn/bin/mrcnn-engine", "work_dir": "/scratch/me/mrcnn",
 //               "nproc_per_node": 4,
 //               "slurm": {"partition": "gpu", "nodes": 1, "gpus_per_node": 4,
-//                         "time": "12:00:00", "account": "", "extra": ["#SBATCH ..."]}}]}
+//                         "time": "12:00:00", "account": "", "extra": ["#SBATCH ..."],
+//                         "commands_dir": ""}}]}
 #pragma once
 
 #include <filesystem>
@@ -23,6 +24,9 @@ struct SlurmOptions {
   std::string time;     // sbatch's --time, e.g. "12:00:00"
   std::string account;
   std::vector<std::string> extra;  // more lines for the batch script
+  // Where sbatch, squeue, scancel and srun are on the host when a non-interactive shell's PATH
+  // lacks them (a module system); empty: on its PATH.
+  std::string commands_dir;
 };
 
 struct Host {

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "remote/slurm_job.h"
 #include "remote/ssh_command.h"
 
 namespace mrcnn::remote {
@@ -12,26 +13,12 @@ namespace {
 // ssh's exit status when the connection itself failed (the remote command's otherwise).
 constexpr int kSshFailed = 255;
 
-// The last `lines` lines of text (trailing newlines dropped), for a message.
-std::string lastLines(const std::string& text, size_t lines) {
-  const size_t last = text.find_last_not_of('\n');
-  if (last == std::string::npos) return "";
-  const size_t end = last + 1;
-  size_t start = end;
-  for (size_t n = 0; start > 0; --start) {
-    if (text[start - 1] == '\n' && ++n == lines) break;
-  }
-  return text.substr(start, end - start);
-}
-
 ChildResult ssh(const Host& host, const std::vector<std::string>& remote_argv, std::string_view input = {}) {
-  return runChild(sshArgv(host, remote_argv), input);
+  return runOnHost(host, remote_argv, input);
 }
 
 [[noreturn]] void failed(const Host& host, const std::string& what, const ChildResult& r) {
-  std::string why = lastLines(r.err, 3);
-  if (why.empty()) why = "exit code " + std::to_string(r.exit_code);
-  throw RemoteError(host.name + " (" + host.destination + "): " + what + ": " + why);
+  throwRemote(host, what, r);
 }
 
 // The scripts run on the host: fixed text, every value a positional argument.
@@ -44,6 +31,12 @@ constexpr const char* kStart =
     "echo $? > engine.exit' sh \"$@\" > /dev/null 2>&1 < /dev/null &\n"
     "echo $!\n";
 constexpr const char* kStop = "kill -TERM \"$(cat \"$1/engine.pid\")\"";
+constexpr const char* kCancel = "\"$1\" --signal=TERM \"$(cat \"$2/engine.job\")\"";
+// A job's events: tail follows the file while squeue still knows the job.
+constexpr const char* kTailJob =
+    "tail -c +\"$1\" -F \"$2\" & t=$!\n"
+    "while [ -n \"$(\"$3\" -h -j \"$4\" -o %T 2>/dev/null)\" ]; do sleep 5; done\n"
+    "sleep 2; kill $t 2>/dev/null; wait $t 2>/dev/null; exit 0\n";
 constexpr const char* kEnded = "cat \"$1/engine.exit\" 2>/dev/null || echo none; tail -c 4000 \"$1/engine.log\" 2>/dev/null";
 
 }  // namespace
@@ -70,7 +63,7 @@ ChildResult validateOnHost(const Host& host, const RemoteRun& run, const std::ve
   return r;
 }
 
-int64_t startOnHost(const Host& host, const RemoteRun& run, const std::vector<std::string>& args) {
+Waiter startOnHost(const Host& host, const RemoteRun& run, const std::vector<std::string>& args) {
   std::vector<std::string> argv = {"sh", "-c", kStart, "sh", run.run_dir};
   if (host.nproc_per_node > 1) {
     // The ranks of a data-parallel run: the launcher installed beside the engine starts them
@@ -86,32 +79,82 @@ int64_t startOnHost(const Host& host, const RemoteRun& run, const std::vector<st
   const ChildResult r = ssh(host, argv);
   if (r.exit_code != 0) failed(host, "cannot start the engine in " + run.run_dir, r);
   try {
-    return std::stoll(r.out);
+    return Waiter{std::stoll(r.out), ""};
   } catch (const std::exception&) {
     throw RemoteError(host.name + ": the start on the host said \"" + lastLines(r.out, 1) +
                       "\", not the id of the process");
   }
 }
 
-FollowResult followOnHost(const Host& host, const RemoteRun& run, int64_t waiter, FollowOptions& options) {
+namespace {
+
+// Waits `seconds`, asking on_idle a few times a second.
+void pause(FollowOptions& options, int seconds) {
+  for (int i = 0; i < seconds * 5; ++i) {
+    if (options.on_idle) options.on_idle();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+// A job in the queue: its state and reason whenever they change, until it runs or ends.
+void waitWhileQueued(const Host& host, const std::string& job, FollowOptions& options) {
+  std::string shown;
+  for (;;) {
+    const JobState state = jobState(host, job);
+    const bool reason = !state.reason.empty() && state.reason != "None";
+    const std::string now = state.state + (reason ? " (" + state.reason + ")" : "");
+    if (now != shown && !state.state.empty() && options.on_notice)
+      options.on_notice("job " + job + " on " + host.name + ": " + now);
+    shown = now;
+    if (state.state != "PENDING" && state.state != "CONFIGURING") return;
+    pause(options, 5);
+  }
+}
+
+// The remote command that follows events.jsonl from byte `offset` until the run has ended.
+std::vector<std::string> tailCommand(const Host& host, const RemoteRun& run, const Waiter& waiter,
+                                     uint64_t offset) {
+  const std::string from = std::to_string(offset + 1);
+  const std::string events = run.run_dir + "/events.jsonl";
+  if (waiter.job.empty()) return {"tail", "-c", "+" + from, "--pid=" + std::to_string(waiter.pid), "-F", events};
+  return {"sh", "-c", kTailJob, "sh", from, events, slurmCommand(host, "squeue"), waiter.job};
+}
+
+// engine.exit (-1 when there is none: a job cancelled or out of time) and, when it is not 0,
+// the end of engine.log.
+int exitCode(const Host& host, const RemoteRun& run, std::string* log_tail) {
+  const ChildResult ended = ssh(host, {"sh", "-c", kEnded, "sh", run.run_dir});
+  if (ended.exit_code != 0) failed(host, "cannot read how the engine ended", ended);
+  const std::string first = ended.out.substr(0, ended.out.find('\n'));
+  int code = -1;
+  try {
+    code = first == "none" ? -1 : std::stoi(first);
+  } catch (const std::exception&) {
+  }
+  if (code != 0) *log_tail = ended.out.substr(std::min(ended.out.size(), first.size() + 1));
+  return code;
+}
+
+}  // namespace
+
+FollowResult followOnHost(const Host& host, const RemoteRun& run, const Waiter& waiter, FollowOptions& options) {
   FollowResult result;
   result.offset = options.offset;
+  if (!waiter.job.empty()) waitWhileQueued(host, waiter.job, options);
+  const auto hand_over = [&](std::string_view line) {
+    result.offset += line.size() + 1;
+    if (options.on_event) options.on_event(line);
+  };
   int delay = 1;
   auto failing_since = std::chrono::steady_clock::now();
   bool failing = false;
   for (;;) {
-    // From the first byte not yet had; tail ends once the waiting process has ended (and
-    // what the file then holds is read).
-    const std::vector<std::string> tail = {"tail", "-c", "+" + std::to_string(result.offset + 1),
-                                           "--pid=" + std::to_string(waiter), "-F",
-                                           run.run_dir + "/events.jsonl"};
     const ChildResult r = streamChild(
-        sshArgv(host, tail),
+        sshArgv(host, tailCommand(host, run, waiter, result.offset)),
         [&](std::string_view line) {
-          result.offset += line.size() + 1;
           failing = false;
           delay = 1;
-          if (options.on_event) options.on_event(line);
+          hand_over(line);
         },
         [&] {
           if (options.on_idle) options.on_idle();
@@ -121,17 +164,13 @@ FollowResult followOnHost(const Host& host, const RemoteRun& run, int64_t waiter
     if (r.exit_code != kSshFailed) {
       // tail gives up when the file never came (an engine that ended before writing an
       // event): an ended run is read below; anything else is an error.
-      const ChildResult ended = ssh(host, {"test", "-e", run.run_dir + "/engine.exit"});
-      if (ended.exit_code == 0) break;
+      if (ssh(host, {"test", "-e", run.run_dir + "/engine.exit"}).exit_code == 0) break;
       failed(host, "cannot follow " + run.run_dir + "/events.jsonl", r);
     }
     // The link dropped (or never came): try again, waiting longer each time.
-    if (!failing) {
-      failing = true;
-      failing_since = std::chrono::steady_clock::now();
-    }
-    const auto waited = std::chrono::steady_clock::now() - failing_since;
-    if (waited > std::chrono::seconds(options.give_up_after_seconds)) {
+    if (!failing) failing_since = std::chrono::steady_clock::now();
+    failing = true;
+    if (std::chrono::steady_clock::now() - failing_since > std::chrono::seconds(options.give_up_after_seconds)) {
       failed(host, "no connection for " + std::to_string(options.give_up_after_seconds) +
                        " s (the run goes on there; the same command follows it again)", r);
     }
@@ -140,27 +179,22 @@ FollowResult followOnHost(const Host& host, const RemoteRun& run, int64_t waiter
                         "): trying again in " + std::to_string(delay) + " s; " +
                         std::to_string(result.offset) + " bytes of events had");
     }
-    for (int waited_s = 0; waited_s < delay * 5; ++waited_s) {
-      if (options.on_idle) options.on_idle();
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
+    pause(options, delay);
     delay = std::min(delay * 2, 30);
   }
-  // How the engine ended.
-  const ChildResult ended = ssh(host, {"sh", "-c", kEnded, "sh", run.run_dir});
-  if (ended.exit_code != 0) failed(host, "cannot read how the engine ended", ended);
-  const std::string first = ended.out.substr(0, ended.out.find('\n'));
-  try {
-    result.exit_code = first == "none" ? -1 : std::stoi(first);
-  } catch (const std::exception&) {
-    result.exit_code = -1;
-  }
-  if (result.exit_code != 0) result.log_tail = ended.out.substr(std::min(ended.out.size(), first.size() + 1));
+  // What the file holds past the followed part (the last lines written as the run ended).
+  const std::string events = run.run_dir + "/events.jsonl";
+  const ChildResult rest = streamChild(sshArgv(host, {"tail", "-c", "+" + std::to_string(result.offset + 1), events}),
+                                       hand_over);
+  if (rest.exit_code == kSshFailed) failed(host, "cannot read the end of " + events, rest);
+  result.exit_code = exitCode(host, run, &result.log_tail);
   return result;
 }
 
 void stopOnHost(const Host& host, const RemoteRun& run) {
-  const ChildResult r = ssh(host, {"sh", "-c", kStop, "sh", run.run_dir});
+  const ChildResult r = host.kind == "slurm"
+                            ? ssh(host, {"sh", "-c", kCancel, "sh", slurmCommand(host, "scancel"), run.run_dir})
+                            : ssh(host, {"sh", "-c", kStop, "sh", run.run_dir});
   if (r.exit_code != 0) failed(host, "cannot stop the engine of " + run.run_dir, r);
 }
 

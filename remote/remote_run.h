@@ -14,6 +14,7 @@
 
 #include "remote/child_process.h"
 #include "remote/hosts.h"
+#include "remote/ssh_command.h"
 
 namespace mrcnn::remote {
 
@@ -26,12 +27,6 @@ struct RemoteRun {
 };
 RemoteRun remoteRun(const Host& host, const std::string& spec_file_name, const std::string& run_name);
 
-// What went wrong talking to the host, with ssh's or the host's own words.
-class RemoteError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
 // Puts `text` at `remote_path` on the host (its folder made). Throws RemoteError.
 void uploadFile(const Host& host, const std::string& remote_path, std::string_view text);
 
@@ -40,11 +35,17 @@ void uploadFile(const Host& host, const std::string& remote_path, std::string_vi
 // fails or the engine is not there.
 ChildResult validateOnHost(const Host& host, const RemoteRun& run, const std::vector<std::string>& args);
 
-// Starts `ENGINE --spec SPEC --run-dir RUN ARGS...` on the host, detached (setsid, nohup):
-// returns the id of the process that waits for it (engine.exit is written when it ends). With
-// nproc_per_node > 1 the host's mrcnn-workbench beside the engine starts that many ranks
-// (--headless --nproc-per-node N).
-int64_t startOnHost(const Host& host, const RemoteRun& run, const std::vector<std::string>& args);
+// What a started run is waited on by: on an ssh host the process that waits for the engine
+// (it writes engine.exit), on a SLURM host the job.
+struct Waiter {
+  int64_t pid = 0;
+  std::string job;
+};
+
+// Starts `ENGINE --spec SPEC --run-dir RUN ARGS...` on an ssh host, detached (setsid, nohup).
+// With nproc_per_node > 1 the host's mrcnn-workbench beside the engine starts that many ranks
+// (--headless --nproc-per-node N). On a SLURM host: remote/slurm_job.h's submitJob.
+Waiter startOnHost(const Host& host, const RemoteRun& run, const std::vector<std::string>& args);
 
 struct FollowOptions {
   uint64_t offset = 0;  // bytes of events.jsonl already had
@@ -62,11 +63,12 @@ struct FollowResult {
   std::string log_tail; // the end of engine.log when the engine failed
 };
 
-// Follows the run started as `waiter` until it ends; throws RemoteError when the host cannot
-// be reached for give_up_after_seconds.
-FollowResult followOnHost(const Host& host, const RemoteRun& run, int64_t waiter, FollowOptions& options);
+// Follows the run until it ends (a job waiting in the queue: its state and reason as notices
+// until it runs); throws RemoteError when the host cannot be reached for give_up_after_seconds.
+FollowResult followOnHost(const Host& host, const RemoteRun& run, const Waiter& waiter, FollowOptions& options);
 
-// The engine's graceful stop (SIGTERM): it finishes the step, saves and ends "stopped".
+// The engine's graceful stop (SIGTERM; scancel --signal=TERM for a job): it finishes the
+// step, saves and ends "stopped".
 void stopOnHost(const Host& host, const RemoteRun& run);
 
 // The run folder into `local_dir` (only what changed). Throws RemoteError with rsync's words.

@@ -60,4 +60,26 @@ std::vector<std::string> rsyncArgv(const Host& host, const std::string& remote_d
           host.destination + ":" + slash(remote_dir), slash(local_dir)};
 }
 
+ChildResult runOnHost(const Host& host, const std::vector<std::string>& remote_argv,
+                      std::string_view input) {
+  return runChild(sshArgv(host, remote_argv), input);
+}
+
+std::string lastLines(const std::string& text, size_t lines) {
+  const size_t last = text.find_last_not_of('\n');
+  if (last == std::string::npos) return "";
+  const size_t end = last + 1;
+  size_t start = end;
+  for (size_t n = 0; start > 0; --start) {
+    if (text[start - 1] == '\n' && ++n == lines) break;
+  }
+  return text.substr(start, end - start);
+}
+
+void throwRemote(const Host& host, const std::string& what, const ChildResult& result) {
+  std::string why = lastLines(result.err, 3);
+  if (why.empty()) why = "exit code " + std::to_string(result.exit_code);
+  throw RemoteError(host.name + " (" + host.destination + "): " + what + ": " + why);
+}
+
 }  // namespace mrcnn::remote

@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -87,8 +88,8 @@ class LoopbackSshd {
   remote::Host host(const QString& engine, const QString& work_dir, bool wrong_key = false) const {
     remote::Host h;
     h.name = "loopback";
-    h.destination = qEnvironmentVariable("USER", "root").toStdString() + "@127.0.0.1";
-    if (h.destination.front() == '@') h.destination = "root" + h.destination;
+    const passwd* user = ::getpwuid(::getuid());  // who runs the test, whatever $USER says
+    h.destination = std::string(user != nullptr ? user->pw_name : "root") + "@127.0.0.1";
     h.port = port_;
     h.identity_file = path("user_key").toStdString();
     h.ssh_options = {"-F", "/dev/null", "-o",

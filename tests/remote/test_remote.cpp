@@ -9,6 +9,7 @@
 #include <QFile>
 #include <QImage>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -16,6 +17,7 @@
 #include "remote/child_process.h"
 #include "remote/hosts.h"
 #include "remote/remote_run.h"
+#include "remote/slurm_job.h"
 #include "remote/ssh_command.h"
 #include "tests/remote/loopback_sshd.h"
 #include "ui/run_monitor/engine_process.h"
@@ -190,6 +192,53 @@ class RemoteTest : public QObject {
     err = QString::fromUtf8(run.readAllStandardError());
     QCOMPARE(run.exitCode(), 2);
     QVERIFY2(err.contains("--host elsewhere: no such host") && err.contains("it names loopback"), qPrintable(err));
+  }
+
+  // A SLURM host: the batch script (shown, kept, the host's options in it) submitted with
+  // sbatch, the job's place in the queue shown until it runs, its events followed, the run
+  // brought back. The cluster's commands are stand-ins on the loopback host
+  // (tests/remote/slurm_standin: one node, one task, 3 s in the queue).
+  void aSlurmJobIsSubmittedFollowedAndBroughtBack() {
+    if (!sshd_ok_) QSKIP(qPrintable("no SSH server on 127.0.0.1 here: " + sshd_->error()));
+    Host host = sshd_->host(binDir() + "/mrcnn-engine", dir_.filePath("cluster"));
+    host.kind = "slurm";
+    host.slurm.partition = "debug";
+    host.slurm.time = "00:10:00";
+    host.slurm.extra = {"#SBATCH --comment=standin"};
+    host.slurm.commands_dir = (sourceDir() + "/tests/remote/slurm_standin").toStdString();
+    writeHosts(host);
+    const QString local = dir_.filePath("local/job");
+    QProcess run;
+    QByteArray out = startTraining(run, local, 6);
+    QVERIFY(run.waitForFinished(600000));
+    out += run.readAllStandardOutput();
+    const QString err = QString::fromUtf8(run.readAllStandardError());
+    QVERIFY2(run.exitCode() == 0, qPrintable(err));
+    const QString job_dir = dir_.filePath("cluster/runs/shapes_resnet18");
+    const QByteArray script = readAll(job_dir + "/job.sbatch");
+    for (const char* line : {"#SBATCH --partition=debug\n", "#SBATCH --time=00:10:00\n",
+                             "#SBATCH --nodes=1\n", "#SBATCH --ntasks-per-node=1\n",
+                             "#SBATCH --comment=standin\n", "echo $? > engine.exit\n"})
+      QVERIFY2(script.contains(line), script.constData());
+    QVERIFY2(script.contains(("#SBATCH --output=" + job_dir + "/engine.log\n").toUtf8()), script.constData());
+    QVERIFY2(err.contains(QString::fromUtf8(script)), qPrintable(err));  // shown before submitting
+    QVERIFY2(err.contains(QRegularExpression("job \\d+ on loopback: PENDING \\(Priority\\)")), qPrintable(err));
+    QVERIFY2(err.contains(QRegularExpression("job \\d+ on loopback: RUNNING")), qPrintable(err));
+    QCOMPARE(out, readAll(job_dir + "/events.jsonl"));
+    QCOMPARE(readAll(local + "/events.jsonl"), out);
+    QVERIFY(out.contains("\"status\":\"ok\""));
+    QVERIFY(QFile::exists(local + "/checkpoints/model.step-6.pt"));
+
+    // A GPU cluster's script: a task a GPU on each node, srun from the commands folder.
+    host.slurm.nodes = 2;
+    host.slurm.gpus_per_node = 4;
+    const std::string gpu = mrcnn::remote::batchScript(host, {"/w/s.txt", "/w/runs/s"}, {"--task", "train"});
+    for (const char* line : {"#SBATCH --nodes=2\n", "#SBATCH --ntasks-per-node=4\n",
+                             "#SBATCH --gpus-per-node=4\n", "#SBATCH --gpus-per-task=1\n"})
+      QVERIFY2(gpu.find(line) != std::string::npos, gpu.c_str());
+    QVERIFY2(gpu.find("'" + host.slurm.commands_dir + "/srun' '" + host.engine +
+                      "' '--spec' '/w/s.txt' '--run-dir' '/w/runs/s' '--task' 'train'\n") != std::string::npos,
+             gpu.c_str());
   }
 
   // The GUI's way: the Runs view with a host chosen starts the launcher with --host, follows

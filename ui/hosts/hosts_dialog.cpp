@@ -3,6 +3,7 @@
 #include <QComboBox>
 #include <QDialogButtonBox>
 #include <QFormLayout>
+#include <QGroupBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
@@ -35,6 +36,14 @@ HostsDialog::HostsDialog(const std::filesystem::path& path, QWidget* parent)
       engine_(new QLineEdit(this)),
       work_dir_(new QLineEdit(this)),
       nproc_(new QSpinBox(this)),
+      slurm_box_(new QGroupBox(tr("SLURM"), this)),
+      partition_(new QLineEdit(slurm_box_)),
+      nodes_(new QSpinBox(slurm_box_)),
+      gpus_(new QSpinBox(slurm_box_)),
+      time_(new QLineEdit(slurm_box_)),
+      account_(new QLineEdit(slurm_box_)),
+      extra_(new QPlainTextEdit(slurm_box_)),
+      commands_dir_(new QLineEdit(slurm_box_)),
       status_(new QLabel(this)),
       check_(new QPushButton(tr("Check Connection"), this)) {
   setWindowTitle(tr("Hosts"));
@@ -60,6 +69,22 @@ HostsDialog::HostsDialog(const std::filesystem::path& path, QWidget* parent)
   form->addRow(tr("&Engine"), engine_);
   form->addRow(tr("&Work folder"), work_dir_);
   form->addRow(tr("Pro&cesses"), nproc_);
+  nodes_->setRange(1, 100000);
+  gpus_->setRange(0, 1024);
+  gpus_->setSpecialValueText(tr("none (CPU tasks)"));
+  time_->setPlaceholderText(tr("e.g. 12:00:00"));
+  extra_->setPlaceholderText(tr("more lines for the batch script, e.g.\n#SBATCH --qos=normal"));
+  commands_dir_->setPlaceholderText(tr("where sbatch, squeue, scancel, srun are (default: PATH)"));
+  auto* slurm_form = new QFormLayout(slurm_box_);
+  slurm_form->addRow(tr("Partition"), partition_);
+  slurm_form->addRow(tr("Nodes"), nodes_);
+  slurm_form->addRow(tr("GPUs a node"), gpus_);
+  slurm_form->addRow(tr("Time limit"), time_);
+  slurm_form->addRow(tr("Account"), account_);
+  slurm_form->addRow(tr("Script lines"), extra_);
+  slurm_form->addRow(tr("Commands folder"), commands_dir_);
+  connect(kind_, &QComboBox::currentTextChanged, this,
+          [this](const QString& kind) { slurm_box_->setVisible(kind == QLatin1String("slurm")); });
   auto* add = new QPushButton(tr("&Add"), this);
   auto* remove = new QPushButton(tr("&Remove"), this);
   auto* list_buttons = new QHBoxLayout;
@@ -70,6 +95,7 @@ HostsDialog::HostsDialog(const std::filesystem::path& path, QWidget* parent)
   left->addLayout(list_buttons);
   auto* right = new QVBoxLayout;
   right->addLayout(form);
+  right->addWidget(slurm_box_);
   right->addWidget(check_);
   auto* columns = new QHBoxLayout;
   columns->addLayout(left, 1);
@@ -125,7 +151,7 @@ void HostsDialog::showHost(int row) {
   current_ = row;
   const bool any = row >= 0 && row < static_cast<int>(hosts_.size());
   for (QWidget* w : std::initializer_list<QWidget*>{name_, kind_, destination_, port_, identity_, ssh_options_,
-                                                    engine_, work_dir_, nproc_, check_})
+                                                    engine_, work_dir_, nproc_, slurm_box_, check_})
     w->setEnabled(any);
   if (!any) return;
   const remote::Host& h = hosts_[static_cast<size_t>(row)];
@@ -140,6 +166,17 @@ void HostsDialog::showHost(int row) {
   engine_->setText(q(h.engine));
   work_dir_->setText(q(h.work_dir));
   nproc_->setValue(h.nproc_per_node);
+  const remote::SlurmOptions& o = h.slurm;
+  partition_->setText(q(o.partition));
+  nodes_->setValue(o.nodes);
+  gpus_->setValue(o.gpus_per_node);
+  time_->setText(q(o.time));
+  account_->setText(q(o.account));
+  QStringList extra;
+  for (const std::string& line : o.extra) extra << q(line);
+  extra_->setPlainText(extra.join('\n'));
+  commands_dir_->setText(q(o.commands_dir));
+  slurm_box_->setVisible(h.kind == "slurm");
 }
 
 void HostsDialog::takeForm() {
@@ -156,6 +193,16 @@ void HostsDialog::takeForm() {
   h.engine = s(engine_->text());
   h.work_dir = s(work_dir_->text());
   h.nproc_per_node = nproc_->value();
+  remote::SlurmOptions& o = h.slurm;
+  o.partition = s(partition_->text());
+  o.nodes = nodes_->value();
+  o.gpus_per_node = gpus_->value();
+  o.time = s(time_->text());
+  o.account = s(account_->text());
+  o.extra.clear();
+  for (const QString& line : extra_->toPlainText().split('\n', Qt::SkipEmptyParts))
+    if (!line.trimmed().isEmpty()) o.extra.push_back(s(line));
+  o.commands_dir = s(commands_dir_->text());
 }
 
 std::vector<remote::Host> HostsDialog::hosts() {

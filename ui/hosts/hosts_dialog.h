@@ -1,5 +1,5 @@
 // Hosts: the hosts file (remote/hosts.h) edited in a dialog. A list of hosts on the left, the
-// chosen one's fields on the right; Check Connection runs `ssh HOST ENGINE --version` with the
+// chosen one's fields on the right (a slurm host's batch options too); Check Connection runs `ssh HOST ENGINE --version` with the
 // host's settings and shows what came back; Save writes the file whole once every host reads
 // back, else names the host and field that does not (nothing written).
 #pragma once
@@ -38,6 +38,10 @@ class HostsDialog : public QDialog {
   QLineEdit* engineEdit() const { return engine_; }
   QLineEdit* workDirEdit() const { return work_dir_; }
   QSpinBox* portBox() const { return port_; }
+  QComboBox* kindBox() const { return kind_; }
+  QLineEdit* partitionEdit() const { return partition_; }
+  QSpinBox* gpusBox() const { return gpus_; }
+  QWidget* slurmBox() const { return slurm_box_; }
   QLabel* statusLabel() const { return status_; }
   QListWidget* list() const { return list_; }
   // Adds a host with placeholder values and selects it.
@@ -66,6 +70,15 @@ class HostsDialog : public QDialog {
   QLineEdit* engine_;
   QLineEdit* work_dir_;
   QSpinBox* nproc_;
+  // The SLURM options, enabled for a slurm host.
+  QWidget* slurm_box_;
+  QLineEdit* partition_;
+  QSpinBox* nodes_;
+  QSpinBox* gpus_;
+  QLineEdit* time_;
+  QLineEdit* account_;
+  QPlainTextEdit* extra_;
+  QLineEdit* commands_dir_;
   QLabel* status_;
   QPushButton* check_;
   QProcess check_process_;

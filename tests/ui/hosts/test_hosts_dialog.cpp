@@ -1,6 +1,7 @@
 // The hosts dialog (ui/hosts): a host added and filled in is saved and reads back; a host
 // that would not read back (a missing engine, a relative work folder) is refused by name and
 // nothing is written; Check Connection runs the real ssh and shows why it could not connect.
+#include <QComboBox>
 #include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
@@ -50,6 +51,16 @@ class HostsDialogTest : public QObject {
     QCOMPARE(h.destination, std::string("me@gpu1.lab"));
     QCOMPARE(h.port, 2222);
     QCOMPARE(h.engine, std::string("/opt/mrcnn/bin/mrcnn-engine"));
+
+    // A slurm host's batch options are shown for it alone and saved with it.
+    QVERIFY(dialog.slurmBox()->isHidden());
+    dialog.kindBox()->setCurrentText("slurm");
+    QVERIFY(!dialog.slurmBox()->isHidden());
+    dialog.partitionEdit()->setText("gpu");
+    dialog.gpusBox()->setValue(4);
+    QVERIFY2(dialog.save(&error), qPrintable(error));
+    QCOMPARE(mrcnn::remote::loadHosts(file).hosts[0].slurm.partition, std::string("gpu"));
+    QCOMPARE(mrcnn::remote::loadHosts(file).hosts[0].slurm.gpus_per_node, 4);
 
     // A second dialog shows what is in the file; removing the host saves an empty list.
     HostsDialog again(file);
