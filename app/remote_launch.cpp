@@ -83,6 +83,8 @@ int runOnHost(const HostLaunch& launch) {
                 << run.spec << "; paths in it are the host's)\n";
       return checked.exit_code;
     }
+    // A run resumed there: its earlier events are not shown again.
+    const uint64_t had = remote::eventsSize(*host, run);
     remote::Waiter waiter;
     if (host->kind == "slurm") {
       const std::string script = remote::batchScript(*host, run, launch.engine_args);
@@ -105,6 +107,7 @@ int runOnHost(const HostLaunch& launch) {
     g_stop_requested = false;
     bool stop_sent = false;
     remote::FollowOptions follow;
+    follow.offset = had;
     follow.on_event = [&](std::string_view line) {
       if (launch.raw_events) {
         put(line);

@@ -191,6 +191,17 @@ FollowResult followOnHost(const Host& host, const RemoteRun& run, const Waiter& 
   return result;
 }
 
+uint64_t eventsSize(const Host& host, const RemoteRun& run) {
+  const ChildResult r = ssh(host, {"sh", "-c", "wc -c < \"$1\" 2>/dev/null || echo 0", "sh",
+                                   run.run_dir + "/events.jsonl"});
+  if (r.exit_code != 0) failed(host, "cannot read the size of " + run.run_dir + "/events.jsonl", r);
+  try {
+    return std::stoull(r.out);
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
 void stopOnHost(const Host& host, const RemoteRun& run) {
   const ChildResult r = host.kind == "slurm"
                             ? ssh(host, {"sh", "-c", kCancel, "sh", slurmCommand(host, "scancel"), run.run_dir})

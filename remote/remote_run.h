@@ -67,6 +67,10 @@ struct FollowResult {
 // until it runs); throws RemoteError when the host cannot be reached for give_up_after_seconds.
 FollowResult followOnHost(const Host& host, const RemoteRun& run, const Waiter& waiter, FollowOptions& options);
 
+// The size of the run's events.jsonl on the host (0 when there is none): where following a
+// resumed run starts, so that it shows the new events only, as a local resume does.
+uint64_t eventsSize(const Host& host, const RemoteRun& run);
+
 // The engine's graceful stop (SIGTERM; scancel --signal=TERM for a job): it finishes the
 // step, saves and ends "stopped".
 void stopOnHost(const Host& host, const RemoteRun& run);

@@ -143,13 +143,14 @@ class RemoteTest : public QObject {
     QCOMPARE(readAll(dir_.filePath("host/runs/shapes_resnet18/engine.exit")).trimmed(), QByteArray("0"));
   }
 
-  // Ctrl-C on the terminal: the engine there stops gracefully; the run comes back as it is.
+  // Ctrl-C on the terminal: the engine there stops gracefully; the run comes back as it is;
+  // the same command resumes it there.
   void aStopRequestReachesTheEngineThere() {
     if (!sshd_ok_) QSKIP(qPrintable("no SSH server on 127.0.0.1 here: " + sshd_->error()));
     writeHosts(sshd_->host(binDir() + "/mrcnn-engine", dir_.filePath("host2")));
     const QString local = dir_.filePath("local/stopped");
     QProcess run;
-    QByteArray out = startTraining(run, local, 400);
+    QByteArray out = startTraining(run, local, 40);
     QVERIFY(out.contains("\"progress\""));
     ::kill(static_cast<pid_t>(run.processId()), SIGINT);
     QVERIFY(run.waitForFinished(300000));
@@ -157,7 +158,21 @@ class RemoteTest : public QObject {
     const QString err = QString::fromUtf8(run.readAllStandardError());
     QVERIFY2(err.contains("asking the engine on loopback to stop"), qPrintable(err));
     QVERIFY2(out.contains("\"status\":\"stopped\""), out.right(600).constData());
-    QCOMPARE(readAll(local + "/events.jsonl"), readAll(dir_.filePath("host2/runs/shapes_resnet18/events.jsonl")));
+    const QString events = dir_.filePath("host2/runs/shapes_resnet18/events.jsonl");
+    QCOMPARE(readAll(local + "/events.jsonl"), readAll(events));
+
+    // The same command again resumes the run there; only its new events are shown.
+    const QByteArray before = readAll(events);
+    QProcess again;
+    QByteArray resumed = startTraining(again, local, 40);
+    QVERIFY(again.waitForFinished(600000));
+    resumed += again.readAllStandardOutput();
+    QVERIFY2(again.exitCode() == 0, again.readAllStandardError().constData());
+    QVERIFY(resumed.startsWith("{") && !before.contains(resumed.left(200)));
+    QCOMPARE(before + resumed, readAll(events));
+    QVERIFY2(resumed.contains("resum"), resumed.left(2000).constData());
+    QVERIFY(resumed.contains("\"status\":\"ok\""));
+    QCOMPARE(readAll(local + "/events.jsonl"), readAll(events));
   }
 
   void aWrongHostKeyIsRefused() {
