@@ -7,7 +7,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
+#include <variant>
 
 #include "remote/hosts.h"
 #include "remote/remote_run.h"
@@ -31,26 +33,103 @@ void put(std::string_view text) {
   }
 }
 
+// The host of the hosts file, or nullopt after saying why not.
+std::optional<remote::Host> findHost(const std::string& name) {
+  const fs::path path = remote::defaultHostsPath();
+  remote::HostsFile hosts;
+  try {
+    hosts = remote::loadHosts(path);
+  } catch (const remote::HostsError& e) {
+    std::cerr << "mrcnn-workbench: " << e.what() << '\n';
+    return std::nullopt;
+  }
+  if (const remote::Host* host = hosts.find(name)) return *host;
+  std::string known;
+  for (const remote::Host& h : hosts.hosts) known += (known.empty() ? "" : ", ") + h.name;
+  std::cerr << "mrcnn-workbench: --host " << name << ": no such host in " << path.string() << " ("
+            << (known.empty() ? "it names none" : "it names " + known) << ")\n";
+  return std::nullopt;
+}
+
+// Puts the spec there, has the host's engine check it, starts the engine or submits the job.
+// The waiter, or the exit code when the spec does not run there.
+std::variant<remote::Waiter, int> startThere(const remote::Host& host, const remote::RemoteRun& run,
+                                             const HostLaunch& launch, const std::string& spec_text) {
+  remote::uploadFile(host, run.spec, spec_text);
+  std::vector<std::string> set_args;
+  for (const std::string& o : launch.overrides) set_args.insert(set_args.end(), {"--set", o});
+  const remote::ChildResult checked = remote::validateOnHost(host, run, set_args);
+  if (checked.exit_code != 0) {
+    std::cerr << checked.out << checked.err;
+    std::cerr << "mrcnn-workbench: the spec does not run on " << host.name << " as it is (" << run.spec
+              << "; paths in it are the host's)\n";
+    return checked.exit_code;
+  }
+  if (host.kind == "slurm") {
+    const std::string script = remote::batchScript(host, run, launch.engine_args);
+    std::cerr << "mrcnn-workbench: the batch script for " << host.name << " (kept as " << run.run_dir
+              << "/job.sbatch):\n"
+              << script;
+    remote::Waiter waiter;
+    waiter.job = remote::submitJob(host, run, script);
+    std::cerr << "mrcnn-workbench: submitted to " << host.name << " as job " << waiter.job
+              << "; following it (Ctrl-C cancels it gracefully, closing this leaves it queued)\n";
+    return waiter;
+  }
+  const remote::Waiter waiter = remote::startOnHost(host, run, launch.engine_args);
+  std::cerr << "mrcnn-workbench: started on " << host.name << " in " << run.run_dir
+            << "; following it (Ctrl-C stops it there, closing this leaves it running)\n";
+  return waiter;
+}
+
+// Follows the run to its end, rendering (or passing on) its events; Ctrl-C and SIGTERM become
+// the engine's graceful stop there.
+remote::FollowResult follow(const remote::Host& host, const remote::RemoteRun& run,
+                            const remote::Waiter& waiter, uint64_t offset, const HostLaunch& launch,
+                            EventRenderer& renderer) {
+  struct sigaction action {}, old_int {}, old_term {};
+  action.sa_handler = onStopSignal;
+  ::sigaction(SIGINT, &action, &old_int);
+  ::sigaction(SIGTERM, &action, &old_term);
+  g_stop_requested = false;
+  bool stop_sent = false;
+  remote::FollowOptions options;
+  options.offset = offset;
+  options.on_event = [&](std::string_view line) {
+    if (!launch.raw_events) {
+      put(renderer.line(line));
+      return;
+    }
+    put(line);
+    put("\n");
+  };
+  options.on_notice = [](const std::string& notice) { std::cerr << "mrcnn-workbench: " << notice << '\n'; };
+  options.on_idle = [&] {
+    if (!g_stop_requested || stop_sent) return;
+    stop_sent = true;
+    std::cerr << "mrcnn-workbench: asking the engine on " << host.name << " to stop\n";
+    try {
+      remote::stopOnHost(host, run);
+    } catch (const remote::RemoteError& e) {
+      std::cerr << "mrcnn-workbench: " << e.what() << '\n';
+    }
+  };
+  struct Restore {
+    struct sigaction* interrupt;
+    struct sigaction* terminate;
+    ~Restore() {
+      ::sigaction(SIGINT, interrupt, nullptr);
+      ::sigaction(SIGTERM, terminate, nullptr);
+    }
+  } restore{&old_int, &old_term};
+  return remote::followOnHost(host, run, waiter, options);
+}
+
 }  // namespace
 
 int runOnHost(const HostLaunch& launch) {
-  remote::HostsFile hosts;
-  const fs::path hosts_path = remote::defaultHostsPath();
-  try {
-    hosts = remote::loadHosts(hosts_path);
-  } catch (const remote::HostsError& e) {
-    std::cerr << "mrcnn-workbench: " << e.what() << '\n';
-    return 2;
-  }
-  const remote::Host* host = hosts.find(launch.host);
-  if (host == nullptr) {
-    std::string known;
-    for (const remote::Host& h : hosts.hosts) known += (known.empty() ? "" : ", ") + h.name;
-    std::cerr << "mrcnn-workbench: --host " << launch.host << ": no such host in "
-              << hosts_path.string() << " (" << (known.empty() ? "it names none" : "it names " + known)
-              << ")\n";
-    return 2;
-  }
+  const std::optional<remote::Host> host = findHost(launch.host);
+  if (!host) return 2;
 
   // The run's name and where it comes back, from the spec as a local run would have them.
   const spec::LoadedSpec loaded = spec::loadSpecFile(launch.spec_path, launch.overrides);
@@ -73,63 +152,21 @@ int runOnHost(const HostLaunch& launch) {
   EventRenderer renderer(launch.render);
   int exit_code = 1;
   try {
-    remote::uploadFile(*host, run.spec, text.str());
-    std::vector<std::string> set_args;
-    for (const std::string& o : launch.overrides) set_args.insert(set_args.end(), {"--set", o});
-    const remote::ChildResult checked = remote::validateOnHost(*host, run, set_args);
-    if (checked.exit_code != 0) {
-      std::cerr << checked.out << checked.err;
-      std::cerr << "mrcnn-workbench: the spec does not run on " << host->name << " as it is ("
-                << run.spec << "; paths in it are the host's)\n";
-      return checked.exit_code;
-    }
-    // A run resumed there: its earlier events are not shown again.
-    const uint64_t had = remote::eventsSize(*host, run);
+    // Still going there (this command's terminal closed earlier): followed from its first
+    // event, not started twice. Else started, and only its new events shown (a resume).
     remote::Waiter waiter;
-    if (host->kind == "slurm") {
-      const std::string script = remote::batchScript(*host, run, launch.engine_args);
-      std::cerr << "mrcnn-workbench: the batch script for " << host->name << " (kept as " << run.run_dir
-                << "/job.sbatch):\n"
-                << script;
-      waiter.job = remote::submitJob(*host, run, script);
-      std::cerr << "mrcnn-workbench: submitted to " << host->name << " as job " << waiter.job
-                << "; following it (Ctrl-C cancels it gracefully, closing this leaves it queued)\n";
+    uint64_t offset = 0;
+    if (const std::optional<remote::Waiter> running = remote::runningOnHost(*host, run)) {
+      waiter = *running;
+      std::cerr << "mrcnn-workbench: " << run.run_dir << " is still running on " << host->name
+                << (waiter.job.empty() ? "" : " as job " + waiter.job) << ": following it\n";
     } else {
-      waiter = remote::startOnHost(*host, run, launch.engine_args);
-      std::cerr << "mrcnn-workbench: started on " << host->name << " in " << run.run_dir
-                << "; following it (Ctrl-C stops it there, closing this leaves it running)\n";
+      offset = remote::eventsSize(*host, run);
+      const std::variant<remote::Waiter, int> started = startThere(*host, run, launch, text.str());
+      if (const int* code = std::get_if<int>(&started)) return *code;
+      waiter = std::get<remote::Waiter>(started);
     }
-
-    struct sigaction action {}, old_int {}, old_term {};
-    action.sa_handler = onStopSignal;
-    ::sigaction(SIGINT, &action, &old_int);
-    ::sigaction(SIGTERM, &action, &old_term);
-    g_stop_requested = false;
-    bool stop_sent = false;
-    remote::FollowOptions follow;
-    follow.offset = had;
-    follow.on_event = [&](std::string_view line) {
-      if (launch.raw_events) {
-        put(line);
-        put("\n");
-      } else {
-        put(renderer.line(line));
-      }
-    };
-    follow.on_notice = [](const std::string& notice) { std::cerr << "mrcnn-workbench: " << notice << '\n'; };
-    follow.on_idle = [&] {
-      if (!g_stop_requested || stop_sent) return;
-      stop_sent = true;
-      std::cerr << "mrcnn-workbench: asking the engine on " << host->name << " to stop\n";
-      try {
-        remote::stopOnHost(*host, run);
-      } catch (const remote::RemoteError& e) {
-        std::cerr << "mrcnn-workbench: " << e.what() << '\n';
-      }
-    };
-    const remote::FollowResult ended = remote::followOnHost(*host, run, waiter, follow);
-    ::sigaction(SIGINT, &old_int, nullptr);
-    ::sigaction(SIGTERM, &old_term, nullptr);
+    const remote::FollowResult ended = follow(*host, run, waiter, offset, launch, renderer);
     exit_code = ended.exit_code < 0 ? 1 : ended.exit_code;
     if (ended.exit_code < 0) {
       std::cerr << "mrcnn-workbench: the engine on " << host->name

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "remote/slurm_job.h"
@@ -26,10 +27,21 @@ constexpr const char* kUpload = "mkdir -p \"$(dirname \"$1\")\" && cat > \"$1\""
 constexpr const char* kStart =
     "mkdir -p \"$1\" && cd \"$1\" || exit 1\n"
     "shift\n"
-    "rm -f engine.exit engine.pid\n"
+    "rm -f engine.exit engine.pid engine.waiter engine.job\n"
     "setsid nohup sh -c '\"$@\" > engine.log 2>&1 < /dev/null & echo $! > engine.pid; wait $!; "
     "echo $? > engine.exit' sh \"$@\" > /dev/null 2>&1 < /dev/null &\n"
+    "echo $! > engine.waiter\n"
     "echo $!\n";
+// Whether a run there is still going: "pid <waiter>" or "job <id>", nothing otherwise.
+constexpr const char* kRunning =
+    "cd \"$1\" 2>/dev/null || exit 0\n"
+    "[ -e engine.exit ] && exit 0\n"
+    "if [ -s engine.job ]; then\n"
+    "  [ -n \"$(\"$2\" -h -j \"$(cat engine.job)\" -o %T 2>/dev/null)\" ] && echo \"job $(cat engine.job)\"\n"
+    "elif [ -s engine.waiter ] && kill -0 \"$(cat engine.waiter)\" 2>/dev/null; then\n"
+    "  echo \"pid $(cat engine.waiter)\"\n"
+    "fi\n"
+    "exit 0\n";
 constexpr const char* kStop = "kill -TERM \"$(cat \"$1/engine.pid\")\"";
 constexpr const char* kCancel = "\"$1\" --signal=TERM \"$(cat \"$2/engine.job\")\"";
 // A job's events: tail follows the file while squeue still knows the job.
@@ -189,6 +201,18 @@ FollowResult followOnHost(const Host& host, const RemoteRun& run, const Waiter& 
   if (rest.exit_code == kSshFailed) failed(host, "cannot read the end of " + events, rest);
   result.exit_code = exitCode(host, run, &result.log_tail);
   return result;
+}
+
+std::optional<Waiter> runningOnHost(const Host& host, const RemoteRun& run) {
+  const ChildResult r = ssh(host, {"sh", "-c", kRunning, "sh", run.run_dir, slurmCommand(host, "squeue")});
+  if (r.exit_code != 0) failed(host, "cannot tell whether " + run.run_dir + " is running", r);
+  const std::string line = lastLines(r.out, 1);
+  try {
+    if (line.rfind("pid ", 0) == 0) return Waiter{std::stoll(line.substr(4)), ""};
+  } catch (const std::exception&) {
+  }
+  if (line.rfind("job ", 0) == 0) return Waiter{0, line.substr(4)};
+  return std::nullopt;
 }
 
 uint64_t eventsSize(const Host& host, const RemoteRun& run) {

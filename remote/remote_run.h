@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -66,6 +67,10 @@ struct FollowResult {
 // Follows the run until it ends (a job waiting in the queue: its state and reason as notices
 // until it runs); throws RemoteError when the host cannot be reached for give_up_after_seconds.
 FollowResult followOnHost(const Host& host, const RemoteRun& run, const Waiter& waiter, FollowOptions& options);
+
+// The run's engine or job when it is still going on the host (started by an earlier launch
+// whose terminal closed): then it is followed, not started a second time.
+std::optional<Waiter> runningOnHost(const Host& host, const RemoteRun& run);
 
 // The size of the run's events.jsonl on the host (0 when there is none): where following a
 // resumed run starts, so that it shows the new events only, as a local resume does.

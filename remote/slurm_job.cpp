@@ -48,7 +48,7 @@ std::string submitJob(const Host& host, const RemoteRun& run, const std::string&
   uploadFile(host, file, script);
   // sbatch --parsable prints "<id>" or "<id>;<cluster>".
   const ChildResult r = runOnHost(
-      host, {"sh", "-c", "rm -f \"$2/engine.exit\" && \"$1\" --parsable \"$2/job.sbatch\" > \"$2/engine.job\" && cat \"$2/engine.job\"",
+      host, {"sh", "-c", "rm -f \"$2/engine.exit\" \"$2/engine.waiter\" && \"$1\" --parsable \"$2/job.sbatch\" > \"$2/engine.job\" && cat \"$2/engine.job\"",
              "sh", slurmCommand(host, "sbatch"), run.run_dir});
   if (r.exit_code != 0) throwRemote(host, "sbatch refused " + file, r);
   std::string id = r.out.substr(0, r.out.find_first_of(";\n"));

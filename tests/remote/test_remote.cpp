@@ -175,6 +175,30 @@ class RemoteTest : public QObject {
     QCOMPARE(readAll(local + "/events.jsonl"), readAll(events));
   }
 
+  // The terminal went away (the launcher killed) while the engine trains there: the same
+  // command finds it still running and follows it from its first event, without starting a
+  // second engine in the same run.
+  void aRunStillGoingIsFollowedNotStartedTwice() {
+    if (!sshd_ok_) QSKIP(qPrintable("no SSH server on 127.0.0.1 here: " + sshd_->error()));
+    writeHosts(sshd_->host(binDir() + "/mrcnn-engine", dir_.filePath("host6")));
+    const QString local = dir_.filePath("local/again");
+    QProcess first;
+    QVERIFY(startTraining(first, local, 30).contains("\"progress\""));
+    first.kill();
+    QVERIFY(first.waitForFinished(10000));
+    QProcess second;
+    QByteArray out = startTraining(second, local, 30);
+    QVERIFY(second.waitForFinished(600000));
+    out += second.readAllStandardOutput();
+    const QString err = QString::fromUtf8(second.readAllStandardError());
+    QVERIFY2(second.exitCode() == 0, qPrintable(err));
+    QVERIFY2(err.contains("is still running on loopback: following it"), qPrintable(err));
+    const QByteArray events = readAll(dir_.filePath("host6/runs/shapes_resnet18/events.jsonl"));
+    QCOMPARE(out, events);
+    QCOMPARE(events.count("\"type\":\"start\""), 1);  // one engine ran
+    QCOMPARE(readAll(local + "/events.jsonl"), events);
+  }
+
   void aWrongHostKeyIsRefused() {
     if (!sshd_ok_) QSKIP(qPrintable("no SSH server on 127.0.0.1 here: " + sshd_->error()));
     writeHosts(sshd_->host(binDir() + "/mrcnn-engine", dir_.filePath("host3"), /*wrong_key=*/true));
