@@ -51,10 +51,43 @@ std::optional<remote::Host> findHost(const std::string& name) {
   return std::nullopt;
 }
 
+// The data and weights files the spec names that are not on the host (relative paths taken
+// from the work folder, where the spec is): one "SPEC: error: FIELD: ..." line each, the form
+// of the engine's own messages, which the GUI lists with the spec's problems.
+std::string missingOnHost(const remote::Host& host, const remote::RemoteRun& run, const spec::LoadedSpec& loaded,
+                          const std::string& spec_path) {
+  const auto& d = loaded.spec.data_config();
+  std::vector<std::pair<std::string, std::string>> named;
+  if (!d.has_shapes_dataset()) {
+    named = {{"data_config.train_image_dir", d.train_image_dir()}, {"data_config.train_json_file", d.train_json_file()},
+             {"data_config.val_image_dir", d.val_image_dir()}, {"data_config.val_json_file", d.val_json_file()}};
+  }
+  const std::string& checkpoint = loaded.spec.checkpoint();
+  if (checkpoint.find(':') == std::string::npos) named.emplace_back("checkpoint", checkpoint);
+  std::vector<std::string> argv = {"sh", "-c", "cd \"$1\" || exit 1; shift; for p; do [ -e \"$p\" ] || echo \"$p\"; done",
+                                   "sh", run.spec.substr(0, run.spec.rfind('/'))};
+  std::vector<std::pair<std::string, std::string>> asked;
+  for (const auto& [field, path] : named) {
+    if (path.empty()) continue;
+    argv.push_back(path);
+    asked.emplace_back(field, path);
+  }
+  if (asked.empty()) return {};
+  const remote::ChildResult r = remote::runOnHost(host, argv);
+  if (r.exit_code != 0) remote::throwRemote(host, "cannot look for the spec's files", r);
+  std::string report;
+  for (const auto& [field, path] : asked) {
+    if (("\n" + r.out).find("\n" + path + "\n") == std::string::npos) continue;
+    report += spec_path + ": error: " + field + ": no such file or folder on " + host.name + ": " + path + "\n";
+  }
+  return report;
+}
+
 // Puts the spec there, has the host's engine check it, starts the engine or submits the job.
 // The waiter, or the exit code when the spec does not run there.
 std::variant<remote::Waiter, int> startThere(const remote::Host& host, const remote::RemoteRun& run,
-                                             const HostLaunch& launch, const std::string& spec_text) {
+                                             const HostLaunch& launch, const spec::LoadedSpec& loaded,
+                                             const std::string& spec_text) {
   remote::uploadFile(host, run.spec, spec_text);
   std::vector<std::string> set_args;
   for (const std::string& o : launch.overrides) set_args.insert(set_args.end(), {"--set", o});
@@ -64,6 +97,13 @@ std::variant<remote::Waiter, int> startThere(const remote::Host& host, const rem
     std::cerr << "mrcnn-workbench: the spec does not run on " << host.name << " as it is (" << run.spec
               << "; paths in it are the host's)\n";
     return checked.exit_code;
+  }
+  const std::string missing = missingOnHost(host, run, loaded, launch.spec_path);
+  if (!missing.empty()) {
+    std::cerr << missing << "mrcnn-workbench: the data the spec names is not on " << host.name
+              << " (relative paths are taken from " << run.spec.substr(0, run.spec.rfind('/'))
+              << " there)\n";
+    return 4;
   }
   if (host.kind == "slurm") {
     const std::string script = remote::batchScript(host, run, launch.engine_args);
@@ -162,7 +202,7 @@ int runOnHost(const HostLaunch& launch) {
                 << (waiter.job.empty() ? "" : " as job " + waiter.job) << ": following it\n";
     } else {
       offset = remote::eventsSize(*host, run);
-      const std::variant<remote::Waiter, int> started = startThere(*host, run, launch, text.str());
+      const std::variant<remote::Waiter, int> started = startThere(*host, run, launch, loaded, text.str());
       if (const int* code = std::get_if<int>(&started)) return *code;
       waiter = std::get<remote::Waiter>(started);
     }

@@ -23,6 +23,7 @@
 #include "ui/run_monitor/engine_process.h"
 #include "ui/run_monitor/run_model.h"
 #include "ui/run_monitor/runs_view.h"
+#include "ui/spec_editor/spec_editor.h"
 
 namespace {
 
@@ -197,6 +198,34 @@ class RemoteTest : public QObject {
     QCOMPARE(out, events);
     QCOMPARE(events.count("\"type\":\"start\""), 1);  // one engine ran
     QCOMPARE(readAll(local + "/events.jsonl"), events);
+  }
+
+  // Data the spec names that is not on the host: nothing starts, each file named with its
+  // field (exit 4), and the GUI lists them with the spec's problems.
+  void missingDataIsNamedAndListedWithTheSpecsProblems() {
+    if (!sshd_ok_) QSKIP(qPrintable("no SSH server on 127.0.0.1 here: " + sshd_->error()));
+    writeHosts(sshd_->host(binDir() + "/mrcnn-engine", dir_.filePath("host7")));
+    const QString spec = sourceDir() + "/specs/labelme_example.txt";
+    QProcess run;
+    run.setProcessEnvironment(environment());
+    run.start(binDir() + "/mrcnn-workbench", {"--headless", spec, "--host", "loopback"});
+    QVERIFY(run.waitForFinished(60000));
+    const QString err = QString::fromUtf8(run.readAllStandardError());
+    QCOMPARE(run.exitCode(), 4);
+    QVERIFY2(err.contains(spec + ": error: data_config.train_json_file: no such file or folder on loopback: "
+                                 "../datasets/labelme_voc2011/annotations/instances_train.json"),
+             qPrintable(err));
+    QVERIFY(!QFile::exists(dir_.filePath("host7/runs")));  // nothing started
+
+    mrcnn::ui::SpecEditor editor;
+    QVERIFY(editor.openFile(spec));
+    const qsizetype local = editor.problems().size();
+    editor.addHostProblems("loopback", err.split('\n'));
+    QVERIFY(editor.problems().size() > local);
+    const mrcnn::ui::SpecProblem& p = editor.problems().back();
+    QVERIFY(p.error);
+    QVERIFY(p.field.startsWith("data_config."));
+    QVERIFY2(p.message.startsWith("on loopback: no such file or folder on loopback: "), qPrintable(p.message));
   }
 
   void aWrongHostKeyIsRefused() {

@@ -183,6 +183,12 @@ void MainWindow::addOtherViews() {
       predictions_->setSpec(as_run);
   };
   connect(runs_, &RunsView::runFinished, this, offer_checkpoint);
+  // A host's engine refused the spec: its messages join the Problems list.
+  connect(runs_, &RunsView::hostRefusedSpec, this,
+          [this](const QString& spec, const QString& host, const QStringList& log) {
+            if (QFileInfo(spec) == QFileInfo(spec_editor_->filePath()))
+              spec_editor_->addHostProblems(host, log);
+          });
   connect(runs_, &RunsView::runOpened, this, offer_checkpoint);
   // A run's latest evaluation is what Analysis shows, unless a metrics file was opened there.
   const auto offer_evaluation = [this](const QString& dir) {

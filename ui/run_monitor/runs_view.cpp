@@ -183,6 +183,14 @@ EngineProcess* RunsView::ensureProcess(Run& run) {
   });
   connect(run.process, &EngineProcess::finished, this, [this, raw] {
     scheduleRefresh();
+    // A spec a host's engine refused: its messages, for the Problems list.
+    const EngineProcess::Options& o = raw->process->options();
+    // The engine's exit codes (engine/exit_codes.h): the spec has errors, its data is missing.
+    constexpr int kSpecHasErrors = 3, kBadData = 4;
+    const std::optional<ProcessExit> exit = raw->model.processExit();
+    if (!o.host.isEmpty() && exit && !exit->signal &&
+        (exit->exit_code == kSpecHasErrors || exit->exit_code == kBadData))
+      emit hostRefusedSpec(o.spec_path, o.host, raw->model.log());
     emit runFinished(raw->dir);
     if (stopping_all_ && runningEngines() == 0) {
       stopping_all_ = false;

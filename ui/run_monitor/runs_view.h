@@ -120,6 +120,10 @@ class RunsView : public QWidget {
   void allEnginesStopped();
   void trainProcessesChanged(int count);
   void trainHostChanged(const QString& host);
+  // A host refused the spec of a run sent there (exit code 3: its engine's validate; 4: data
+  // the spec names is not there): the run's log, which holds the messages
+  // ("file[:line:column]: error: field: message").
+  void hostRefusedSpec(const QString& specPath, const QString& host, const QStringList& log);
 
  protected:
   void changeEvent(QEvent* event) override;

@@ -17,6 +17,7 @@
 #include <QPushButton>
 #include <QSaveFile>
 #include <QSplitter>
+#include <QRegularExpression>
 #include <QTextBlock>
 #include <QTimer>
 #include <QToolTip>
@@ -306,6 +307,31 @@ void SpecEditor::validateNow() {
     problems_.push_back(p);
   }
   form_->showSpec(loaded_.spec);
+  showProblems();
+  emit problemsChanged();
+}
+
+void SpecEditor::addHostProblems(const QString& host, const QStringList& lines) {
+  static const QRegularExpression diagnostic(
+      QStringLiteral(R"(^.*?(?::(\d+):(\d+))?: (error|warning): (?:([A-Za-z_][\w.\[\]]*): )?(.*)$)"));
+  bool added = false;
+  for (const QString& line : lines) {
+    const QRegularExpressionMatch m = diagnostic.match(line.trimmed());
+    if (!m.hasMatch()) continue;
+    SpecProblem p;
+    p.error = m.captured(3) == QLatin1String("error");
+    p.line = m.captured(1).toInt();
+    p.field = m.captured(4);
+    p.message = tr("on %1: %2").arg(host, m.captured(5));
+    p.text = tr("on %1: %2").arg(host, line.trimmed());
+    if (p.line > 0) {
+      const QTextBlock block = text_->document()->findBlockByNumber(p.line - 1);
+      p.column = characterColumn(block.text(), m.captured(2).toInt());
+    }
+    problems_.push_back(p);
+    added = true;
+  }
+  if (!added) return;
   showProblems();
   emit problemsChanged();
 }

@@ -60,6 +60,10 @@ class SpecEditor : public QWidget {
   // Validation: the problems of the text as of the last check, in text order.
   void validateNow();
   const QList<SpecProblem>& problems() const { return problems_; }
+  // Problems another machine's engine found in this spec (a host's validate, which checks its
+  // paths there): the "file[:line:column]: error|warning: field: message" lines of `lines`,
+  // listed with the local ones (named "on HOST") until the spec is validated again.
+  void addHostProblems(const QString& host, const QStringList& lines);
   bool hasErrors() const;
   // What the editor last said about its file on disk ("... changed on disk: reloaded", "...
   // was deleted or moved on disk: ..."); empty while the file is as opened or saved here.
