@@ -94,7 +94,8 @@ constexpr const char* kUsage =
     "NCCL on GPUs): --nproc-per-node N [--nnodes M --node-rank R --master-addr A "
     "--master-port P]\n"
     "on a host of the hosts file ($XDG_CONFIG_HOME/mrcnn-workbench/hosts.json): --host NAME\n"
-    "(the spec goes there, runs detached, is followed here and comes back into --run-dir)\n"
+    "(the spec goes there, runs detached, is followed here and comes back into --run-dir;\n"
+    "--bring-back: only the run folder as it is there now, nothing started)\n"
     "--raw-events: rank 0's JSON event lines as they are (for programs, the GUI), not rendered\n"
     "tasks: train (default), validate, evaluate, inference, dataset_convert, dataset_import, "
     "dataset_stats, label_check, benchmark, prune, export\n";
@@ -134,11 +135,16 @@ int runHeadless(const std::vector<std::string>& args, const std::string& self) {
   std::vector<std::string> overrides;
   RankLayout layout;
   bool raw_events = false;
+  bool bring_back = false;
   std::string host;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--raw-events") {
       raw_events = true;
+      continue;
+    }
+    if (a == "--bring-back") {
+      bring_back = true;
       continue;
     }
     if (a == "--help" || a == "-h") {
@@ -227,7 +233,12 @@ int runHeadless(const std::vector<std::string>& args, const std::string& self) {
     launch.engine_args = hostArgs(engine_args, &launch.local_run_dir);
     launch.raw_events = raw_events;
     launch.render = renderOptions(spec_path, overrides);
+    launch.bring_back_only = bring_back;
     return runOnHost(launch);
+  }
+  if (bring_back) {
+    std::cerr << "mrcnn-workbench: --bring-back brings a run back from a host: add --host NAME\n";
+    return 2;
   }
   const bool file_task = engine::isFileTask(task, have_spec) && !layout.distributed();
   const std::filesystem::path engine = findProgram(self, file_task);

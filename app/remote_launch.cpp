@@ -189,6 +189,18 @@ int runOnHost(const HostLaunch& launch) {
   const remote::RemoteRun run =
       remote::remoteRun(*host, fs::path(launch.spec_path).filename().string(), run_name);
 
+  if (launch.bring_back_only) {
+    try {
+      remote::bringBack(*host, run, local_dir);
+    } catch (const remote::RemoteError& e) {
+      std::cerr << "mrcnn-workbench: " << e.what() << '\n';
+      return 1;
+    }
+    std::cerr << "mrcnn-workbench: " << run.run_dir << " on " << host->name << " brought back into "
+              << local_dir << '\n';
+    return 0;
+  }
+
   EventRenderer renderer(launch.render);
   int exit_code = 1;
   try {

@@ -22,6 +22,9 @@ struct HostLaunch {
   std::string local_run_dir;             // --run-dir: where the run comes back
   bool raw_events = false;
   RenderOptions render;
+  // --bring-back: only the run folder as it is there now into the local run directory (the
+  // checkpoints of a run still going, for Predictions or Export), nothing started.
+  bool bring_back_only = false;
 };
 
 // Returns the engine's exit code there, or 1 (the host cannot be reached or used), 2 (an

@@ -336,6 +336,13 @@ class RemoteTest : public QObject {
     QVERIFY(!image.isNull());
     const QString out_dir = qEnvironmentVariable("MRCNN_WRITE_SCREENSHOTS");
     if (!out_dir.isEmpty()) QVERIFY(image.save(QDir(out_dir).filePath("remote_run.png")));
+    // Bring Back while it runs: the folder as it is there now.
+    QVERIFY(view.bringBackEnabled());
+    QSignalSpy brought(&view, &mrcnn::ui::RunsView::bringBackFinished);
+    view.bringBackCurrent();
+    QVERIFY(brought.wait(120000));
+    QVERIFY2(brought.at(0).at(1).toBool(), qPrintable(view.run(0)->log().join('\n')));
+    QVERIFY(readAll(local + "/events.jsonl").contains("\"progress\""));
     QSignalSpy finished(&view, &mrcnn::ui::RunsView::runFinished);
     QVERIFY(finished.wait(600000));
     view.refreshNow();

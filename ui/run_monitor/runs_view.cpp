@@ -4,6 +4,7 @@
 #include <QCheckBox>
 #include <QDateTime>
 #include <QDir>
+#include <QProcess>
 #include <QEvent>
 #include <QFile>
 #include <QFileDialog>
@@ -443,6 +444,7 @@ void RunsView::updateCurrentPanel(bool full_log) {
     stop_->setEnabled(false);
     resume_->setEnabled(false);
     prune_->setEnabled(false);
+    bring_back_->setVisible(false);
     log_->clear();
     shown_log_run_ = -1;
     return;
@@ -486,6 +488,9 @@ void RunsView::updateCurrentPanel(bool full_log) {
       (st == RunStatus::Stopped || st == RunStatus::Failed || st == RunStatus::Crashed));
   prune_->setEnabled(!running && !run->dir.isEmpty() && !m.lastCheckpoint().isEmpty() &&
                      QFileInfo::exists(QDir(run->dir).filePath(QStringLiteral("spec.txt"))));
+  const bool remote = run->process && !run->process->options().host.isEmpty();
+  bring_back_->setVisible(remote);
+  bring_back_->setEnabled(remote && !run->dir.isEmpty());
 
   // The log grows by appending; a different run replaces it.
   const QStringList& lines = m.log();
@@ -558,6 +563,40 @@ bool RunsView::stopEnabled() const {
 bool RunsView::resumeEnabled() const {
   return resume_->isEnabled();
 }
+bool RunsView::bringBackEnabled() const {
+  return bring_back_->isEnabled();
+}
+
+void RunsView::bringBackCurrent() {
+  if (current_ < 0 || !runs_[current_]->process) return;
+  Run& run = *runs_[current_];
+  const EngineProcess::Options& o = run.process->options();
+  if (o.host.isEmpty() || run.dir.isEmpty()) return;
+  auto* process = new QProcess(this);
+  process->setProcessChannelMode(QProcess::MergedChannels);
+  const QString dir = run.dir;
+  Run* raw = &run;
+  bring_back_->setEnabled(false);
+  connect(process, &QProcess::finished, this, [this, process, dir, raw](int code, QProcess::ExitStatus status) {
+    const bool ok = status == QProcess::NormalExit && code == 0;
+    for (const QString& line : QString::fromUtf8(process->readAll()).split('\n', Qt::SkipEmptyParts))
+      raw->model.appendLog(line);
+    process->deleteLater();
+    scheduleRefresh();
+    emit bringBackFinished(dir, ok);
+  });
+  connect(process, &QProcess::errorOccurred, this, [this, process, dir, raw](QProcess::ProcessError error) {
+    if (error != QProcess::FailedToStart) return;
+    raw->model.appendLog(tr("cannot start %1: %2").arg(process->program(), process->errorString()));
+    process->deleteLater();
+    scheduleRefresh();
+    emit bringBackFinished(dir, false);
+  });
+  QStringList args{"--headless", "--host", o.host, "--bring-back", "--spec", o.spec_path, "--run-dir", dir};
+  for (const QString& override_ : o.overrides) args << "--set" << override_;
+  process->start(EngineProcess::launcherPath(), args);
+}
+
 bool RunsView::pruneEnabled() const {
   return prune_->isEnabled();
 }

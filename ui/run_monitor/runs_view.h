@@ -87,6 +87,7 @@ class RunsView : public QWidget {
   bool stopEnabled() const;
   bool resumeEnabled() const;
   bool pruneEnabled() const;
+  bool bringBackEnabled() const;
 
   // The plots as one image, and the selected runs' series as CSV (see series_csv.h).
   bool exportPng(const QString& path, QString* error = nullptr);
@@ -103,6 +104,9 @@ class RunsView : public QWidget {
   // Reopens a run from <runDir>/events.jsonl (a warning per bad line goes to its log).
   void openRun(const QString& runDir);
   void stopCurrent();  // graceful stop; a second call kills
+  // A run sent to a host: its folder there as it is now into its run directory (the launcher
+  // with --bring-back); bringBackFinished follows.
+  void bringBackCurrent();
   // --task train again on the current run's directory, with the processes it ran with.
   void resumeCurrent();
   // Asks every running engine to stop gracefully; those still running after `timeoutMs` are
@@ -118,6 +122,7 @@ class RunsView : public QWidget {
   void runFinished(const QString& runDir);
   void runOpened(const QString& runDir);
   void allEnginesStopped();
+  void bringBackFinished(const QString& runDir, bool ok);
   void trainProcessesChanged(int count);
   void trainHostChanged(const QString& host);
   // A host refused the spec of a run sent there (exit code 3: its engine's validate; 4: data
@@ -162,6 +167,7 @@ class RunsView : public QWidget {
   QPushButton* stop_ = nullptr;
   QPushButton* resume_ = nullptr;
   QPushButton* prune_ = nullptr;
+  QPushButton* bring_back_ = nullptr;
   QSlider* smoothing_slider_ = nullptr;
   QLabel* smoothing_label_ = nullptr;
   QCheckBox* log_scale_ = nullptr;

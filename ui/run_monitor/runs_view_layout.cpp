@@ -95,8 +95,13 @@ void RunsView::buildUi() {
   connect(prune_, &QPushButton::clicked, this, [this] {
     if (current_ >= 0) emit pruneRequested(runDir(current_));
   });
+  bring_back_ = new QPushButton(tr("Bring Back"), left);
+  bring_back_->setToolTip(tr("Copy this run's folder from its host as it is now (what changed "
+                             "only) into its run directory"));
+  connect(bring_back_, &QPushButton::clicked, this, &RunsView::bringBackCurrent);
   buttons->addWidget(open);
   buttons->addStretch();
+  buttons->addWidget(bring_back_);
   buttons->addWidget(stop_);
   buttons->addWidget(resume_);
   buttons->addWidget(prune_);
