@@ -3,6 +3,7 @@
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QRegularExpression>
 #include <algorithm>
 #include <csignal>
 #include <cstring>
@@ -409,6 +410,7 @@ void RunModel::setLaunching() {
   exit_.reset();
   last_error_.clear();
   last_stderr_.clear();
+  queue_.clear();
   summary_.clear();
   eta_seconds_ = -1;
 }
@@ -430,6 +432,13 @@ void RunModel::appendLog(const QString& line) {
 void RunModel::appendStderr(const QString& line) {
   log_.append(line);
   if (!line.trimmed().isEmpty()) last_stderr_ = line.trimmed();
+  // A job of a SLURM host waiting in its queue (the launcher's "mrcnn-workbench: job 12 on
+  // cluster: PENDING (Resources)"): the status line until the engine starts.
+  static const QRegularExpression queued(QStringLiteral(R"(^mrcnn-workbench: (job \S+ on \S+: .+)$)"));
+  if (const QRegularExpressionMatch m = queued.match(line.trimmed()); m.hasMatch()) {
+    queue_ = m.captured(1);
+    queue_[0] = queue_[0].toUpper();
+  }
 }
 
 const Series* RunModel::series(const QString& key) const {
@@ -494,7 +503,8 @@ QString RunModel::statusLine() const {
                        .arg(task_, device_)
                  : QStringLiteral("Running %1 on %2").arg(task_, device_);
     case RunStatus::NotStarted:
-      return download_.isEmpty() ? QStringLiteral("Starting the engine…") : download_;
+      if (!download_.isEmpty()) return download_;
+      return queue_.isEmpty() ? QStringLiteral("Starting the engine…") : queue_;
   }
   return {};
 }

@@ -173,6 +173,7 @@ class RunModel {
   bool cut_short_ = false;
   bool followed_ = false;
   QString download_;
+  QString queue_;  // a SLURM job's place in the queue before it runs
 };
 
 struct RunModel::Loaded {

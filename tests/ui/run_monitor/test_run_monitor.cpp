@@ -223,6 +223,21 @@ class RunMonitorTest : public QObject {
     QCOMPARE(m.statusLine(), QString("Running train on cpu"));
   }
 
+  // A job of a SLURM host waiting in the queue: the launcher's notices of its state are the
+  // status line until the engine starts; then the run's own.
+  void aQueuedJobShowsItsStateInTheStatusLine() {
+    RunModel m;
+    m.setLaunching();
+    QCOMPARE(m.statusLine(), QString("Starting the engine…"));
+    m.appendStderr("mrcnn-workbench: submitted to cluster as job 4242; following it");
+    m.appendStderr("mrcnn-workbench: job 4242 on cluster: PENDING (Resources)");
+    QCOMPARE(m.statusLine(), QString("Job 4242 on cluster: PENDING (Resources)"));
+    m.appendStderr("mrcnn-workbench: job 4242 on cluster: RUNNING");
+    QCOMPARE(m.statusLine(), QString("Job 4242 on cluster: RUNNING"));
+    m.addLine(J("{'v':1,'type':'start','time':100,'task':'train','device':'cuda','totalSteps':40}"));
+    QCOMPARE(m.statusLine(), QString("Running train on cuda"));
+  }
+
   // Guards against a torn or foreign line taking the monitor down or corrupting a run.
   void garbageLinesGiveWarnings() {
     RunModel m;
