@@ -22,6 +22,9 @@ HostBox::HostBox(RunsView* runs, QWidget* parent)
   label->setBuddy(combo_);
   layout->addWidget(label);
   layout->addWidget(combo_);
+  // As wide as a short name: the toolbar must not widen the window (long names elide).
+  combo_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  combo_->setMinimumContentsLength(8);
   setToolTip(tr("Where a training run goes: this machine, or a host of %1 (the spec goes there, "
                 "the engine runs detached, its events are followed here and the run comes back "
                 "at the end).")

@@ -99,6 +99,7 @@ void RunsView::buildUi() {
   bring_back_->setToolTip(tr("Copy this run's folder from its host as it is now (what changed "
                              "only) into its run directory"));
   connect(bring_back_, &QPushButton::clicked, this, &RunsView::bringBackCurrent);
+  bring_back_->hide();  // shown for a run sent to a host
   buttons->addWidget(open);
   buttons->addStretch();
   buttons->addWidget(bring_back_);
