@@ -11,6 +11,8 @@
 #include <sstream>
 #include <variant>
 
+#include "io/atomic_file.h"
+#include "io/json_writer.h"
 #include "remote/hosts.h"
 #include "remote/remote_run.h"
 #include "remote/slurm_job.h"
@@ -188,6 +190,24 @@ int runOnHost(const HostLaunch& launch) {
                                     : (loaded.resolved.output_dir / run_name).string();
   const remote::RemoteRun run =
       remote::remoteRun(*host, fs::path(launch.spec_path).filename().string(), run_name);
+  // The local run directory remembers where its run is (the GUI's Resume of a run reopened
+  // later goes back there, and then follows it when it is still going).
+  try {
+    fs::create_directories(local_dir);
+    std::ostringstream where;
+    {
+      io::JsonWriter w(where);
+      w.beginObject()
+          .key("host").value(host->name)
+          .key("spec").value(fs::absolute(launch.spec_path).lexically_normal().string())
+          .key("run_dir").value(run.run_dir)
+          .endObject();
+    }
+    io::writeFileAtomic(fs::path(local_dir) / "remote.json", where.str() + "\n");
+  } catch (const std::exception& e) {
+    std::cerr << "mrcnn-workbench: " << local_dir << ": " << e.what() << '\n';
+    return 4;
+  }
 
   if (launch.bring_back_only) {
     try {

@@ -141,6 +141,8 @@ class RemoteTest : public QObject {
     QCOMPARE(readAll(local + "/events.jsonl"), remote_events);
     QVERIFY(out.contains("\"done\"") && out.contains("\"status\":\"ok\""));
     QVERIFY(QFile::exists(local + "/checkpoints/model.step-12.pt"));
+    // The local run remembers its host (the GUI's Resume of a reopened run goes back there).
+    QVERIFY(readAll(local + "/remote.json").contains("\"host\":\"loopback\""));
     QCOMPARE(readAll(dir_.filePath("host/runs/shapes_resnet18/engine.exit")).trimmed(), QByteArray("0"));
   }
 

@@ -4,7 +4,6 @@
 #include <QCheckBox>
 #include <QDateTime>
 #include <QDir>
-#include <QProcess>
 #include <QEvent>
 #include <QFile>
 #include <QFileDialog>
@@ -12,9 +11,12 @@
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QLabel>
 #include <QPainter>
 #include <QPlainTextEdit>
+#include <QProcess>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QScrollArea>
@@ -354,6 +356,16 @@ void RunsView::resumeCurrent() {
     options.task = QStringLiteral("train");
     options.spec_path = QDir(run.dir).filePath("spec.txt");
     options.nproc_per_node = run.model.worldSize();  // from its last start event
+    // A run that went to a host (its remote.json): back there, with the spec it went with.
+    QFile where(QDir(run.dir).filePath(QStringLiteral("remote.json")));
+    if (where.open(QIODevice::ReadOnly)) {
+      const QJsonObject remote = QJsonDocument::fromJson(where.readAll()).object();
+      if (!remote.value("host").toString().isEmpty()) {
+        options.host = remote.value("host").toString();
+        options.spec_path = remote.value("spec").toString(options.spec_path);
+        options.nproc_per_node = 1;
+      }
+    }
     ensureProcess(run)->start(options);
   }
   emit runStarted(run.dir);

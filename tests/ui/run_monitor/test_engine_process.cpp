@@ -254,6 +254,24 @@ class EngineProcessTest : public QObject {
     QSignalSpy finished(&view, &RunsView::runFinished);
     QTRY_VERIFY_WITH_TIMEOUT(!view.engine(0)->isRunning() && !view.engine(1)->isRunning(), 10000);
 
+    // A run reopened from its folder that went to a host (remote.json, which the launcher
+    // writes): Resume sends it back there with the spec it went with.
+    const QString reopened = dir.filePath("reopened");
+    QDir().mkpath(reopened);
+    writeLines(QDir(reopened).filePath("events.jsonl"),
+               {R"({"v":1,"type":"start","time":1,"task":"train","device":"cpu","totalSteps":4})",
+                R"({"v":1,"type":"done","time":2,"status":"stopped","summary":"stopped"})"});
+    writeLines(QDir(reopened).filePath("remote.json"),
+               {R"({"host":"gpu1","spec":"/specs/a.txt","run_dir":"/scratch/me/runs/a"})"});
+    RunsView later;
+    later.openRun(reopened);
+    later.refreshNow();
+    QVERIFY(later.resumeEnabled());
+    later.resumeCurrent();
+    QCOMPARE(later.engine(0)->options().host, QString("gpu1"));
+    QCOMPARE(later.engine(0)->options().spec_path, QString("/specs/a.txt"));
+    QTRY_VERIFY_WITH_TIMEOUT(!later.engine(0)->isRunning(), 10000);
+
     mrcnn::remote::saveHosts(mrcnn::remote::defaultHostsPath(), {});
     box.reload();
     QCOMPARE(view.trainHost(), QString());
