@@ -111,8 +111,21 @@ void pause(FollowOptions& options, int seconds) {
 // A job in the queue: its state and reason whenever they change, until it runs or ends.
 void waitWhileQueued(const Host& host, const std::string& job, FollowOptions& options) {
   std::string shown;
+  std::optional<std::chrono::steady_clock::time_point> failing_since;
   for (;;) {
-    const JobState state = jobState(host, job);
+    JobState state;
+    try {
+      state = jobState(host, job);
+      failing_since.reset();
+    } catch (const RemoteError& e) {
+      // A dropped link while the job waits: asked again, as the following retries.
+      const auto now = std::chrono::steady_clock::now();
+      if (!failing_since) failing_since = now;
+      if (now - *failing_since > std::chrono::seconds(options.give_up_after_seconds)) throw;
+      if (options.on_notice) options.on_notice(std::string(e.what()) + ": trying again in 5 s");
+      pause(options, 5);
+      continue;
+    }
     const bool reason = !state.reason.empty() && state.reason != "None";
     const std::string now = state.state + (reason ? " (" + state.reason + ")" : "");
     if (now != shown && !state.state.empty() && options.on_notice)
