@@ -13,7 +13,10 @@ case) and as one CVAT for images 1.1 XML. datumaro has no reader for LabelMe's J
 `label_me` format is MIT LabelMe's XML), so the peer row is datumaro reading the CVAT XML and
 exporting COCO; we time our importer on both inputs, so the ratio compares the same files.
 
-  scripts/bench_import.py [--images N] [--repeat R] [--threads T]
+  scripts/bench_import.py [--images N] [--repeat R] [--threads T] [--write]
+
+With --write the "### Last result" subsection of docs/BENCHMARKS.md ("## Dataset import") is
+replaced by this run's machine, date and table.
 
 Build first: flock /tmp/mrcnn-build.lock scripts/build.sh bench_import mrcnn-data mrcnn-workbench
 datumaro runs from its venv ($MRCNN_VENV/datumaro, made by scripts/setup.sh).
@@ -31,6 +34,8 @@ import sys
 import tempfile
 import time
 import zlib
+
+from bench_doc import cpu_features, cpu_name, load_average, replace_subsection
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LABELS = ["car", "cat", "dog", "person", "tree"]
@@ -144,7 +149,7 @@ t1 = time.perf_counter()
 ds = dm.Dataset.import_from(sys.argv[1], "cvat")
 ds.export(sys.argv[2], "coco_instances", save_media=False)
 t2 = time.perf_counter()
-print(t2 - t1, t1 - t0)
+print(dm.__version__, t2 - t1, t1 - t0)
 """
 
 
@@ -156,8 +161,8 @@ def time_datumaro(src, out):
     wall = time.perf_counter() - started
     if result.returncode != 0:
         sys.exit("datumaro failed: " + result.stderr[-3000:])
-    work, load = (float(v) for v in result.stdout.split()[-2:])
-    return wall, work, load
+    version, work, load = result.stdout.split()[-3:]
+    return wall, float(work), float(load), version
 
 
 def main():
@@ -165,7 +170,9 @@ def main():
     parser.add_argument("--images", type=int, default=10000)
     parser.add_argument("--repeat", type=int, default=3, help="runs of ours; the best counts")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--write", action="store_true", help="rewrite the table in docs/BENCHMARKS.md")
     args = parser.parse_args()
+    load_before = load_average()
     driver = find_driver()
     with tempfile.TemporaryDirectory(prefix="bench_import_") as tmp:
         labelme, cvat_dir = generate(tmp, args.images)
@@ -180,16 +187,30 @@ def main():
         data_wall = min(time_command([find_program("mrcnn-data")] + task, out) for _ in range(args.repeat))
         headless_wall = min(time_command([find_program("mrcnn-workbench"), "--headless"] + task, out)
                             for _ in range(args.repeat))
-        dm_wall, dm_work, dm_load = time_datumaro(os.path.join(cvat_dir, "annotations.xml"), out)
-    print("Dataset import: %d images, %d instances, %d threads for ours" % (ours_labelme[1], ours_labelme[2], args.threads))
-    print("| what | input | wall s | vs datumaro |")
-    print("| --- | --- | ---: | ---: |")
-    print("| ours: `mrcnn-data --task dataset_import` | LabelMe JSON, %d files | %.2f | %.1fx |" % (args.images, data_wall, dm_wall / data_wall))
-    print("| ours: `mrcnn-workbench --headless --task dataset_import` | LabelMe JSON, %d files | %.2f | %.1fx |" % (args.images, headless_wall, dm_wall / headless_wall))
-    print("| ours (bench_import) | LabelMe JSON, %d files | %.2f | %.1fx |" % (args.images, ours_labelme[0], dm_wall / ours_labelme[0]))
-    print("| ours (bench_import) | CVAT XML, 1 file | %.2f | %.1fx |" % (ours_cvat[0], dm_wall / ours_cvat[0]))
-    print("| datumaro 1.13.12 (CVAT -> COCO) | CVAT XML, 1 file | %.2f (%.2f import+export, %.2f `import datumaro`) | 1.0x |"
-          % (dm_wall, dm_work, dm_load))
+        dm_wall, dm_work, dm_load, dm_version = time_datumaro(os.path.join(cvat_dir, "annotations.xml"), out)
+    rows = [
+        "| what | input | wall s | vs datumaro |",
+        "| --- | --- | ---: | ---: |",
+        "| ours: `mrcnn-data --task dataset_import` | LabelMe JSON, %d files | %.2f | %.1fx |"
+        % (args.images, data_wall, dm_wall / data_wall),
+        "| ours: `mrcnn-workbench --headless --task dataset_import` | LabelMe JSON, %d files | %.2f | %.1fx |"
+        % (args.images, headless_wall, dm_wall / headless_wall),
+        "| ours (bench_import) | LabelMe JSON, %d files | %.2f | %.1fx |"
+        % (args.images, ours_labelme[0], dm_wall / ours_labelme[0]),
+        "| ours (bench_import) | CVAT XML, 1 file | %.2f | %.1fx |" % (ours_cvat[0], dm_wall / ours_cvat[0]),
+        "| datumaro %s (CVAT -> COCO) | CVAT XML, 1 file | %.2f (%.2f import+export, %.2f `import datumaro`) | 1.0x |"
+        % (dm_version, dm_wall, dm_work, dm_load),
+    ]
+    header = ("%s, %d cores (`%s`, %s), load average %.1f before the run; %d images, %d instances, "
+              "%d threads for ours:" % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), os.cpu_count(),
+                                        cpu_name(), cpu_features(), load_before, ours_labelme[1],
+                                        ours_labelme[2], args.threads))
+    print(header)
+    print("\n".join(rows))
+    if args.write:
+        replace_subsection("## Dataset import", "### Last result",
+                           "### Last result\n\n" + header + "\n\n" + "\n".join(rows) + "\n")
+        print("docs/BENCHMARKS.md: Dataset import / Last result rewritten")
 
 
 if __name__ == "__main__":
