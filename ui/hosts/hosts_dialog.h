@@ -44,7 +44,7 @@ class HostsDialog : public QDialog {
   QWidget* slurmBox() const { return slurm_box_; }
   QLabel* statusLabel() const { return status_; }
   QListWidget* list() const { return list_; }
-  // Adds a host with placeholder values and selects it.
+  // Adds a host named host<N>, its other fields empty, and selects it.
   void addHost();
   void removeCurrent();
   // Starts the connection check of the current host; the answer lands in statusLabel().
