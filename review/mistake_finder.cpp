@@ -49,6 +49,32 @@ struct Spread {
   double above(double value, double ceiling) const {
     return clamp01((value - median - mad) / std::max(1e-6, ceiling - median - mad));
   }
+  // Either way, in spreads: 0 within `from` spreads of the median, 1 at `to` spreads.
+  double off(double value, double from, double to) const {
+    return clamp01((std::abs(value - median) / mad - from) / (to - from));
+  }
+};
+
+// How an annotation's mask and a detection's differ in size and in how fully each fills its
+// box, the two signs of a coarse polygon (its box drawn as the outline: larger and fuller)
+// or an eroded one (smaller): log(annotation's area / detection's), and annotation's fill
+// minus detection's. Unknown without both masks.
+struct ShapeGap {
+  double log_area = 0;
+  double fill = 0;
+  bool known = false;
+
+  static ShapeGap of(const eval::GroundTruth& g, const eval::Detection& d) {
+    ShapeGap s;
+    const double ga = static_cast<double>(dataset::area(g.mask));
+    const double da = static_cast<double>(dataset::area(d.mask));
+    const double gb = g.bbox[2] * g.bbox[3], db = d.bbox[2] * d.bbox[3];
+    if (ga <= 0 || da <= 0 || gb <= 0 || db <= 0) return s;
+    s.log_area = std::log(ga / da);
+    s.fill = ga / gb - da / db;
+    s.known = true;
+    return s;
+  }
 };
 
 // One image's annotations and detections and how they overlap.
@@ -147,6 +173,8 @@ class Finder {
     // the thirds of the matches by size (the square root of the annotation's box area).
     struct Match {
       double side, overlap, box, mask;
+      int64_t category;
+      ShapeGap shape;
     };
     std::vector<Match> matches;
     for (const int64_t image : in_.image_ids) {
@@ -154,7 +182,9 @@ class Finder {
       for (size_t d = 0; d < v.dets.size(); ++d) {
         if (v.det_match[d] < 0 || v.dets[d]->score < opt_.confident) continue;
         const auto g = static_cast<size_t>(v.det_match[d]);
-        matches.push_back({side(*v.gts[g]), v.at(d, g), v.boxAt(d, g), v.maskAt(d, g)});
+        const double mask = v.maskAt(d, g);
+        matches.push_back({side(*v.gts[g]), v.at(d, g), v.boxAt(d, g), mask, v.gts[g]->category_id,
+                           mask >= 0 ? ShapeGap::of(*v.gts[g], *v.dets[d]) : ShapeGap{}});
       }
     }
     result.confident_matches = matches.size();
@@ -179,6 +209,23 @@ class Finder {
       box_[b] = Spread::of(boxes);
       mask_[b] = Spread::of(masks);
       gap_[b] = Spread::of(gaps);
+    }
+    // How the model's masks differ in size and fullness from the annotations it agrees with,
+    // class by class (it may round a square's corners and draw circles exactly), all the
+    // classes together for a class with few matches.
+    std::map<int64_t, std::array<std::vector<double>, 2>> by_class;
+    std::array<std::vector<double>, 2> all;
+    for (const Match& m : matches) {
+      if (!m.shape.known) continue;
+      for (auto* values : {&by_class[m.category], &all}) {
+        (*values)[0].push_back(m.shape.log_area);
+        (*values)[1].push_back(m.shape.fill);
+      }
+    }
+    shape_all_ = {Spread::of(all[0]), Spread::of(all[1])};
+    for (const auto& [category, values] : by_class) {
+      if (values[0].size() >= kClassMatches)
+        shape_[category] = {Spread::of(values[0]), Spread::of(values[1])};
     }
     for (const int64_t image : in_.image_ids) check(image, view(image), result.mistakes);
     std::sort(result.mistakes.begin(), result.mistakes.end(), [](const Mistake& a, const Mistake& b) {
@@ -219,6 +266,14 @@ class Finder {
   // How much a detection speaks for an object under an annotation: its confidence (full at
   // `confident`) times how much of the annotation's box it covers (from a tenth, full at
   // half): a small object drawn loosely by the model is still the model's object.
+  // The share of box a inside box b.
+  static double boxShare(const dataset::Box& a, const dataset::Box& b) {
+    const double iw = std::min(a[0] + a[2], b[0] + b[2]) - std::max(a[0], b[0]);
+    const double ih = std::min(a[1] + a[3], b[1] + b[3]) - std::max(a[1], b[1]);
+    const double area = a[2] * a[3];
+    return iw <= 0 || ih <= 0 || area <= 0 ? 0.0 : iw * ih / area;
+  }
+
   double support(const eval::Detection& d, const eval::GroundTruth& g) const {
     const auto& a = d.bbox;
     const auto& b = g.bbox;
@@ -269,7 +324,7 @@ class Finder {
       const eval::Detection& det = *v.dets[d];
       if (v.det_match[d] >= 0 || det.score < opt_.confident) continue;
       bool in_crowd = false;
-      double best_any = 0;
+      double best_any = 0, inside = 0;
       int loose = -1;
       double loose_overlap = opt_.localization_floor;
       for (size_t g = 0; g < ng; ++g) {
@@ -280,6 +335,7 @@ class Finder {
           continue;
         }
         best_any = std::max(best_any, o);
+        inside = std::max(inside, boxShare(det.bbox, gt.bbox));
         if (gt.category_id == det.category_id && v.gt_match[g] < 0 && !explained[g] &&
             o >= loose_overlap) {
           loose = static_cast<int>(g);
@@ -294,7 +350,10 @@ class Finder {
         continue;
       }
       if (best_any >= opt_.match_iou) continue;  // another class's annotation: wrong_class's
-      add(out, {image, std::nullopt, MistakeKind::kMissing, det.score * (1 - best_any),
+      // A detection mostly inside an annotated object's box is more often the model seeing a
+      // part of it (a star's point as a triangle) than an object nobody labelled.
+      add(out, {image, std::nullopt, MistakeKind::kMissing,
+                det.score * (1 - std::max(best_any, kPartDiscount * inside)),
                 fromDetection(det, in_.masks),
                 "a " + name(det.category_id) + " detection (score " + fixed(det.score) +
                     ") that no annotation covers (best overlap " + fixed(best_any) + ")"});
@@ -355,9 +414,18 @@ class Finder {
     // A box the model agrees with around a mask it does not (a coarse or eroded polygon):
     // the gap between the two measures, against its usual size, full at half the mask.
     const double gap = mask >= 0 ? gap_[b].above(box - mask, 0.5) : 0.0;
+    // A mask larger or smaller than the model's, or fuller in its box, by more than the
+    // model's usual difference for the class (a polygon drawn as its box, an eroded one).
+    double shape = 0;
+    const ShapeGap sg = mask >= 0 ? ShapeGap::of(gt, det) : ShapeGap{};
+    if (sg.known) {
+      const auto& usual = usualShape(gt.category_id);
+      shape = std::max(usual[0].off(sg.log_area, kShapeFrom, kShapeTo),
+                       usual[1].off(sg.fill, kShapeFrom, kShapeTo));
+    }
     const double evidence =
         std::max({usual_box.below(box, opt_.localization_floor),
-                  mask >= 0 ? usual_mask.below(mask, opt_.localization_floor) : 0.0, gap});
+                  mask >= 0 ? usual_mask.below(mask, opt_.localization_floor) : 0.0, gap, shape});
     Suggestion s = fromDetection(det, in_.masks);
     s.category_id = gt.category_id;
     std::string measured = "box IoU " + fixed(box) + " (usually " + fixed(usual_box.median) + ")";
@@ -372,8 +440,20 @@ class Finder {
   std::map<int64_t, std::string> names_;
   std::unordered_map<int64_t, std::vector<const eval::GroundTruth*>> gts_;
   std::unordered_map<int64_t, std::vector<const eval::Detection*>> dets_;
+  static constexpr double kShapeFrom = 3, kShapeTo = 12;  // in spreads
+  static constexpr double kPartDiscount = 0.5;
   static double side(const eval::GroundTruth& g) { return std::sqrt(std::max(0.0, g.bbox[2] * g.bbox[3])); }
   size_t bucket(double s) const { return s < cuts_[0] ? 0 : s < cuts_[1] ? 1 : 2; }
+
+  // The usual log area ratio and fill gap (ShapeGap) of a class's matches; shape_all_ for a
+  // class with fewer than kClassMatches.
+  static constexpr size_t kClassMatches = 20;
+  const std::array<Spread, 2>& usualShape(int64_t category) const {
+    const auto it = shape_.find(category);
+    return it == shape_.end() ? shape_all_ : it->second;
+  }
+  std::map<int64_t, std::array<Spread, 2>> shape_;
+  std::array<Spread, 2> shape_all_{};
 
   double typical_ = 0.8;
   std::array<double, 2> cuts_{0, 0};  // the sizes between the thirds

@@ -9,7 +9,9 @@
 // annotations of their class as COCO's evaluation matches them (overlap >= match_iou). Then:
 //  - missing: a confident detection left unmatched, not near an unmatched annotation of its
 //    class, overlapping no annotation of any class by match_iou and inside no crowd region.
-//    score = confidence x (1 - the best overlap with any annotation).
+//    score = confidence x (1 - the larger of the best overlap with any annotation and half
+//    the share of its box inside an annotation's box: a detection inside an annotated
+//    object is more often the model seeing a part of it than an object nobody labelled).
 //  - wrong_class: an annotation under a confident detection of another class (overlap >=
 //    match_iou) scoring above every detection of its own class there.
 //    score = other class's confidence x (1 - own class's best confidence there).
@@ -19,7 +21,10 @@
 //    matches by box size; in units of their spread, the median absolute deviation), or an
 //    unmatched confident detection of its class overlapping it
 //    by at least localization_floor; or whose mask IoU falls short of its box IoU by more
-//    than usual (a coarse or eroded polygon in the right box). score = confidence x that
+//    than usual (a coarse or eroded polygon in the right box); or whose mask is larger or
+//    smaller than the detection's, or fills its box more or less, by more than the class's
+//    matches usually differ (log area ratio and fill gap, from 3 spreads off the class's
+//    median to full at 12: a polygon drawn as its box, an eroded one). score = confidence x that
 //    evidence (from one spread off the median, rising linearly to 1 at localization_floor,
 //    or at a gap of 0.5), so a coarse model does not flag everything.
 //  - spurious: an annotation no detection speaks for: support = the best, over detections

@@ -8,6 +8,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 #include <algorithm>
+#include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 #include <set>
 #include <sstream>
@@ -68,17 +69,18 @@ std::vector<size_t> largestPerImage(const std::vector<GroundTruth>& gts) {
   return out;
 }
 
-Planted plant(const mrcnn::dataset::CocoDataset& coco, bool masks) {
+// A model that agrees with every annotation: a detection on each, its box 3% of its size
+// off, plus unsure detections on the background (below the confidence that counts alone).
+mrcnn::review::FinderInput agreeing(const mrcnn::dataset::CocoDataset& coco, bool masks) {
   const mrcnn::eval::EvalSet set =
       mrcnn::eval::groundTruthSet(coco, masks ? mrcnn::eval::IouType::Segm : mrcnn::eval::IouType::Bbox);
-  Planted p;
-  p.input.image_ids = set.image_ids;
-  p.input.masks = masks;
-  for (const auto& c : coco.categories()) p.input.category_names.emplace_back(c.id, c.name);
-  std::vector<GroundTruth> gts = set.ground_truths;
-  // The agreeing model: a detection on every annotation, its box 3% of its size off.
+  mrcnn::review::FinderInput in;
+  in.image_ids = set.image_ids;
+  in.masks = masks;
+  for (const auto& c : coco.categories()) in.category_names.emplace_back(c.id, c.name);
+  in.annotations = set.ground_truths;
   int64_t next = 1;
-  for (const GroundTruth& g : gts) {
+  for (const GroundTruth& g : in.annotations) {
     if (g.iscrowd) continue;
     Detection d;
     d.id = next++;
@@ -87,21 +89,26 @@ Planted plant(const mrcnn::dataset::CocoDataset& coco, bool masks) {
     d.bbox = {g.bbox[0] + 0.03 * g.bbox[2], g.bbox[1], g.bbox[2], g.bbox[3]};
     d.score = 0.9 - 0.001 * static_cast<double>(next % 50);
     d.mask = g.mask;
-    p.input.detections.push_back(d);
+    in.detections.push_back(d);
   }
-  // Unsure detections on the background: below the confidence that counts on its own.
   for (const int64_t image : set.image_ids) {
     Detection d;
     d.id = next++;
     d.image_id = image;
-    d.category_id = gts.front().category_id;
+    d.category_id = in.annotations.front().category_id;
     d.bbox = {1, 1, 30, 30};
     d.score = 0.2;
     const auto [h, w] = mrcnn::eval::imageSizes(coco).at(image);
     if (masks) d.mask = mrcnn::dataset::rleFromBbox(d.bbox, h, w);
-    p.input.detections.push_back(d);
+    in.detections.push_back(d);
   }
+  return in;
+}
 
+Planted plant(const mrcnn::dataset::CocoDataset& coco, bool masks) {
+  Planted p;
+  p.input = agreeing(coco, masks);
+  std::vector<GroundTruth> gts = std::move(p.input.annotations);
   const std::vector<size_t> big = largestPerImage(gts);
   if (big.size() < 5) throw std::runtime_error("tinycoco has fewer than 5 annotated images");
   // missing: an annotation gone, its detection stays.
@@ -243,6 +250,68 @@ class MistakeFinderTest : public QObject {
     QCOMPARE(found.mistakes.size(), size_t{1});
     QCOMPARE(found.mistakes[0].kind, MistakeKind::kMissing);
     QVERIFY(near(found.mistakes[0].suggestion->bbox, outside.bbox));
+  }
+
+  // A polygon eroded inside its right box: its mask IoU with the model's (0.8) alone would
+  // score low, but its area against the model's, where the model's masks match the
+  // annotations' area, is many spreads off: found first, the model's mask suggested.
+  void erodedPolygonIsFoundByItsArea() {
+    const mrcnn::dataset::CocoDataset coco = mrcnn::dataset::loadCoco(tinycocoVal().toStdString());
+    mrcnn::review::FinderInput in = agreeing(coco, true);
+    std::vector<GroundTruth>& gts = in.annotations;
+    const std::vector<size_t> big = largestPerImage(gts);
+    GroundTruth& coarse = gts[big[1]];
+    cv::Mat mask = mrcnn::dataset::decodeMask(coarse.mask);
+    const double before = cv::countNonZero(mask);
+    while (cv::countNonZero(mask) > 0.8 * before) cv::erode(mask, mask, cv::Mat());
+    coarse.mask = mrcnn::dataset::encodeMask(mask);
+    const double ratio = cv::countNonZero(mask) / before;
+    QVERIFY2(ratio > 0.6, qPrintable(QString::number(ratio)));
+
+    const mrcnn::review::FinderResult found = mrcnn::review::findMistakes(in);
+    QVERIFY(!found.mistakes.empty());
+    const Mistake& top = found.mistakes[0];
+    QCOMPARE(top.kind, MistakeKind::kLocalization);
+    QCOMPARE(top.annotation_id.value_or(-1), coarse.id);
+    QVERIFY2(top.score > 0.5, qPrintable(QString::number(top.score)));  // mask IoU alone: ~0.2
+    QVERIFY(top.suggestion && top.suggestion->mask);
+    const cv::Mat suggested = mrcnn::dataset::decodeMask(*top.suggestion->mask);
+    QCOMPARE(cv::countNonZero(suggested), static_cast<int>(before));  // the model's, whole
+  }
+
+  // A confident detection inside an annotated object's box (the model seeing a part of it)
+  // ranks below one as confident on the background.
+  void aDetectionInsideAnObjectIsLessLikelyMissing() {
+    mrcnn::review::FinderInput in;
+    in.image_ids = {1};
+    GroundTruth object;
+    object.id = 1;
+    object.image_id = 1;
+    object.category_id = 1;
+    object.bbox = {0, 0, 100, 100};
+    in.annotations = {object};
+    Detection whole;  // the object itself
+    whole.id = 1;
+    whole.image_id = 1;
+    whole.category_id = 1;
+    whole.bbox = {1, 0, 100, 100};
+    whole.score = 0.99;
+    Detection part = whole;  // another class on a corner of it
+    part.id = 2;
+    part.category_id = 2;
+    part.bbox = {60, 60, 30, 30};
+    part.score = 0.9;
+    Detection free = part;
+    free.id = 3;
+    free.bbox = {200, 200, 30, 30};
+    in.detections = {whole, part, free};
+    const auto found = mrcnn::review::findMistakes(in);
+    QCOMPARE(found.mistakes.size(), size_t{2});
+    QVERIFY(near(found.mistakes[0].suggestion->bbox, free.bbox));
+    QVERIFY(near(found.mistakes[1].suggestion->bbox, part.bbox));
+    QCOMPARE(found.mistakes[1].kind, MistakeKind::kMissing);
+    QVERIFY2(std::abs(found.mistakes[0].score - 0.9) < 1e-9 && std::abs(found.mistakes[1].score - 0.45) < 1e-9,
+             qPrintable(QString("%1 %2").arg(found.mistakes[0].score).arg(found.mistakes[1].score)));
   }
 
   // mistakes.json written and read back; a bad file named with its place.
