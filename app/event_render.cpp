@@ -166,6 +166,11 @@ std::string EventRenderer::start(const events::Event& e) {
                             : ": " + std::to_string(total_steps_) + " " + unit();
   }
   if (!e.run_dir().empty()) text += "; run directory " + e.run_dir();
+  if (e.spec_changes_size() > 0) {
+    text += "\n  changed since the last start (from step " + std::to_string(start_step_) + " on):";
+    for (const events::SpecChange& c : e.spec_changes())
+      text += "\n    " + c.field() + ": " + c.before() + " -> " + c.after();
+  }
   return text;
 }
 

@@ -198,6 +198,12 @@ std::string eventText(const events::Event& e, const std::string& task, uint64_t 
     if (!e.spec_path().empty()) t += "; spec " + e.spec_path();
     if (!e.run_dir().empty()) t += "; run directory " + e.run_dir();
     if (!e.engine_version().empty()) t += "; engine " + e.engine_version();
+    if (e.spec_changes_size() > 0) {
+      t += "\nthe spec changed since the last start; from step " + std::to_string(e.start_step()) +
+           " on:";
+      for (const events::SpecChange& c : e.spec_changes())
+        t += "\n  " + c.field() + ": " + c.before() + " -> " + c.after();
+    }
     return t;
   }
   if (type == "progress") {

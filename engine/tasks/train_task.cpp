@@ -32,6 +32,7 @@
 #include "engine/train/hooks/hooks.h"
 #include "engine/train/loss_scaler.h"
 #include "engine/train/lr_schedule.h"
+#include "engine/train/resume_changes.h"
 #include "engine/train/run_dir.h"
 #include "engine/train/solver.h"
 #include "engine/train/stop_signal.h"
@@ -66,6 +67,7 @@ struct TrainRun {
   std::shared_ptr<const dataset::SampleSource> train_source, val_source;
   std::shared_ptr<const dataset::CocoDataset> val_gt;
   uint64_t total_steps = 0;
+  std::vector<train::SpecChange> spec_changes;  // a resumed run's, against its spec.txt
 
   train::EventWriter& events() const { return *report.writer(); }
   void log(const std::string& text) const { report.log(text); }
@@ -76,14 +78,7 @@ struct TrainRun {
 // its paths made absolute, since it is read again from the run directory (resume, the GUI's
 // predictions), whose folder is not the spec's; it names this run directory, so that
 // `--spec RUN/spec.txt` without --run-dir is this run (not <output_dir>/spec).
-void createRunDir(const TrainRun& run) {
-  if (run.launch.rank != 0) return;
-  try {
-    run.run_dir.create();
-  } catch (const std::exception& e) {
-    throw TaskFailure("bad_run_dir", std::string("run directory: ") + e.what(), kExitBadData);
-  }
-  if (run.run_dir.hasCheckpoint()) return;
+void writeSpecAsRun(const TrainRun& run) {
   spec::Experiment as_run = run.loaded.spec;
   spec::anchorPaths(&as_run, run.loaded.resolved.spec_dir);
   const fs::path dir = fs::absolute(run.run_dir.root()).lexically_normal();
@@ -98,6 +93,64 @@ void createRunDir(const TrainRun& run) {
   } catch (const std::exception& e) {
     throw TaskFailure("bad_run_dir", std::string("run directory: ") + e.what(), kExitBadData);
   }
+}
+
+void createRunDir(const TrainRun& run) {
+  if (run.launch.rank != 0) return;
+  try {
+    run.run_dir.create();
+  } catch (const std::exception& e) {
+    throw TaskFailure("bad_run_dir", std::string("run directory: ") + e.what(), kExitBadData);
+  }
+  if (!run.run_dir.hasCheckpoint()) writeSpecAsRun(run);
+}
+
+// A resumed run whose spec differs from the one it ran with (its spec.txt, `--set` included):
+// a change that cannot apply to a run going on from its checkpoint is refused before anything
+// is loaded or written; the others are kept for the start event and apply from the resumed
+// step (every setting is read from this spec, none from the checkpoint but the state).
+void checkSpecChanges(TrainRun& run) {
+  const fs::path as_run_path = run.run_dir.specFile();
+  if (!run.run_dir.hasCheckpoint() || !fs::exists(as_run_path)) return;
+  const spec::LoadedSpec as_run = spec::loadSpecFile(as_run_path);
+  if (!as_run.ok()) {
+    run.report.warn("spec_as_run_unreadable",
+                    as_run.errors().front().format() +
+                        " (the changes since the run's last start cannot be listed)");
+    return;
+  }
+  spec::Experiment now = run.spec();
+  spec::anchorPaths(&now, run.loaded.resolved.spec_dir);
+  run.spec_changes = train::specChanges(as_run.spec, now);
+  std::vector<train::SpecChange> refused;
+  for (const train::SpecChange& c : run.spec_changes)
+    if (!train::refusedAtResume(c.field).empty()) refused.push_back(c);
+  if (!refused.empty()) {
+    throw TaskFailure("spec_changed_at_resume",
+                      train::refusalMessage(run.options.spec_path.string(), refused,
+                                            run.run_dir.root().string()),
+                      kExitBadSpec);
+  }
+}
+
+// The changes taken: the spec as run until now kept as spec.before-step-N.txt, the new one
+// written as spec.txt (what `--spec RUN/spec.txt` resumes with next time).
+void recordSpecChanges(const TrainRun& run, uint64_t step) {
+  if (run.spec_changes.empty() || run.launch.rank != 0) return;
+  const std::string stem = "spec.before-step-" + std::to_string(step);
+  fs::path kept = run.run_dir.root() / (stem + ".txt");
+  for (int n = 2; fs::exists(kept); ++n) kept = run.run_dir.root() / (stem + "-" + std::to_string(n) + ".txt");
+  // A copy, then the new one written over atomically: the other ranks may still be reading it.
+  std::error_code ec;
+  fs::copy_file(run.run_dir.specFile(), kept, ec);
+  if (ec) {
+    throw TaskFailure("bad_run_dir",
+                      "run directory: cannot keep " + run.run_dir.specFile().string() + " as " +
+                          kept.string() + ": " + ec.message(),
+                      kExitBadData);
+  }
+  writeSpecAsRun(run);
+  run.log("the spec as run until step " + std::to_string(step) + " is kept in " + kept.string());
 }
 
 // The device, the precision and, in a data-parallel job, the process group.
@@ -311,6 +364,7 @@ int train(TrainRun& run) {
   store_options.keep_last = std::max<uint32_t>(1, s.keep_checkpoint_max());
   train::CheckpointStore store(run.run_dir.checkpointsDir(), store_options);
   std::optional<train::Checkpoint> resume;
+  checkSpecChanges(run);
   model::MaskRCNN net = buildModel(run, store, resume);
   net->to(run.device.device);
   net->train();
@@ -323,12 +377,22 @@ int train(TrainRun& run) {
   const train::LrSchedule schedule = train::LrSchedule::fromSpec(run.loaded);
   train::TrainState state;
   state.total_steps = run.total_steps;
-  if (resume) resumeState(run, *resume, solver, scaler, state);
+  if (resume) {
+    resumeState(run, *resume, solver, scaler, state);
+    recordSpecChanges(run, state.step);
+  }
 
-  events.write(train::startEvent("train", run.run_dir.specFile().string(),
-                                 run.run_dir.root().string(), run.device.name,
-                                 static_cast<uint32_t>(world), run.total_steps, state.step,
-                                 MRCNN_VERSION));
+  events::Event start = train::startEvent("train", run.run_dir.specFile().string(),
+                                          run.run_dir.root().string(), run.device.name,
+                                          static_cast<uint32_t>(world), run.total_steps,
+                                          state.step, MRCNN_VERSION);
+  for (const train::SpecChange& c : run.spec_changes) {
+    events::SpecChange* change = start.add_spec_changes();
+    change->set_field(c.field);
+    change->set_before(c.before);
+    change->set_after(c.after);
+  }
+  events.write(std::move(start));
 
   const std::unique_ptr<Validator> validator = buildValidator(run);
   std::unique_ptr<dist::DataParallel> parallel;

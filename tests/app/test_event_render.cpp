@@ -278,6 +278,19 @@ class EventRenderTest : public QObject {
     QCOMPARE(r.line(R"({"v":1,"type":"log","text":"\n"})"), std::string());
   }
 
+  // A run resumed with a changed spec: the start line lists each change.
+  void aResumeWithChangesListsThem() {
+    mrcnn::app::EventRenderer r({/*tty=*/false, 100, 10});
+    const std::string text = r.line(
+        R"({"v":1,"type":"start","time":1000,"task":"train","device":"cpu","totalSteps":"300",)"
+        R"("startStep":"200","specChanges":[{"field":"init_learning_rate","before":"0.02","after":"0.01"},)"
+        R"({"field":"total_steps","before":"200","after":"300"}]})");
+    QCOMPARE(text, std::string("train on cpu: resuming at step 200 of 300\n"
+                               "  changed since the last start (from step 200 on):\n"
+                               "    init_learning_rate: 0.02 -> 0.01\n"
+                               "    total_steps: 200 -> 300\n"));
+  }
+
   void inferenceProgressIsImagesDoneOfTheTotal() {
     mrcnn::app::EventRenderer r({/*tty=*/true, 100, 3});
     r.line(

@@ -57,6 +57,10 @@ class TrainEventsTest : public QObject {
     e.set_total_steps(5000);
     e.set_start_step(100);
     e.set_engine_version("0.1.0");
+    events::SpecChange* change = e.add_spec_changes();
+    change->set_field("init_learning_rate");
+    change->set_before("0.02");
+    change->set_after("0.01");
     e.set_step(120);
     e.set_epoch(3);
     e.set_lr(0.02);
@@ -130,6 +134,7 @@ class TrainEventsTest : public QObject {
     check_all_set(e.losses());
     check_all_set(e.memory());
     check_all_set(e.download());
+    check_all_set(e.spec_changes(0));
     check_all_set(e.bbox());
 
     const std::string line = events::toJsonLine(e);
