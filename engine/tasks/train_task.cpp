@@ -356,6 +356,7 @@ train::DrawOverlays overlaysDrawer(const TrainRun& run, const train::CheckpointS
 int train(TrainRun& run) {
   const spec::Experiment& s = run.spec();
   train::EventWriter& events = run.events();
+  checkSpecChanges(run);  // before the process group, the data and the model
   setUpDevice(run);
   setUpData(run);
   const uint64_t world = static_cast<uint64_t>(run.launch.world_size);
@@ -364,7 +365,6 @@ int train(TrainRun& run) {
   store_options.keep_last = std::max<uint32_t>(1, s.keep_checkpoint_max());
   train::CheckpointStore store(run.run_dir.checkpointsDir(), store_options);
   std::optional<train::Checkpoint> resume;
-  checkSpecChanges(run);
   model::MaskRCNN net = buildModel(run, store, resume);
   net->to(run.device.device);
   net->train();

@@ -210,6 +210,9 @@ void RunModel::addEvent(const events::Event& e) {
                          e.start_step() > 0
                              ? QStringLiteral(", resuming at step %1").arg(e.start_step())
                              : QString()));
+    // A resume with a changed spec: each change, as it applies from here.
+    for (const events::SpecChange& c : e.spec_changes())
+      log_.append(QStringLiteral("  changed: %1: %2 -> %3").arg(text(c.field()), text(c.before()), text(c.after())));
   } else if (type == "progress") {
     const double step = static_cast<double>(e.step());
     step_ = step;

@@ -282,8 +282,10 @@ class RunMonitorTest : public QObject {
     QCOMPARE(m.step(), 9.0);  // the stop's checkpoint after the last progress event
     m.addLine(J("{'type':'done','status':'stopped'}"));
     QCOMPARE(m.status(), RunStatus::Stopped);
-    m.addLine(J("{'type':'start','task':'train','totalSteps':10,'startStep':5}"));
+    m.addLine(J("{'type':'start','task':'train','totalSteps':10,'startStep':5,"
+                "'specChanges':[{'field':'init_learning_rate','before':'0.02','after':'0.01'}]}"));
     QCOMPARE(m.status(), RunStatus::Running);
+    QCOMPARE(m.log().last(), QString("  changed: init_learning_rate: 0.02 -> 0.01"));
     QCOMPARE(m.series("loss_total")->steps, (QVector<double>{1, 2, 3, 4, 5}));
     m.addLine(J("{'type':'progress','step':6,'losses':{'total':0.25}}"));
     QCOMPARE(m.series("loss_total")->steps, (QVector<double>{1, 2, 3, 4, 5, 6}));
