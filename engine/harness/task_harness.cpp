@@ -57,6 +57,7 @@ TestFaults testFaultsFromEnvironment() {
   std::istringstream names(list ? list : "");
   for (std::string name; std::getline(names, name, ',');)
     if (name == "skip_allreduce") faults.skip_allreduce = true;
+    else if (name == "skip_bn_sync") faults.skip_bn_sync = true;
   return faults;
 }
 

@@ -25,6 +25,7 @@ namespace mrcnn::engine {
 // by the command line: the one place where product code looks at a test's switch.
 struct TestFaults {
   bool skip_allreduce = false;  // data-parallel ranks skip the gradients' all-reduce
+  bool skip_bn_sync = false;    // trainable batch norm normalises with each rank's own batch
 };
 TestFaults testFaultsFromEnvironment();
 

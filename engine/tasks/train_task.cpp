@@ -239,7 +239,7 @@ model::MaskRCNN buildModel(const TrainRun& run, train::CheckpointStore& store,
   const spec::Experiment& s = run.spec();
   at::manual_seed(s.seed());
   model::MaskRCNNOptions model_options = modelOptionsFromSpec(s, run.loaded.resolved);
-  if (run.group && !s.maskrcnn_config().freeze_bn()) {
+  if (run.group && !s.maskrcnn_config().freeze_bn() && !run.options.test_faults.skip_bn_sync) {
     // Trainable batch norm over the global batch (SyncBatchNorm), as one process would.
     dist::ProcessGroup* g = run.group.get();
     model_options.backbone.resnet.batch_norm_reducer = [g](at::Tensor& t) {
