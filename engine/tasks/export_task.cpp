@@ -240,6 +240,13 @@ int exportModel(const TaskOptions& options, const ExportOptions& ex, const spec:
     io::writeFileAtomic(dir / "export_report.json",
                         reportJson(onnx, tv, weights, ex, ex.gen_ds_config, parity, tolerance));
     staging.moveTo(out_dir);
+    if (parity.skipped.empty() && !parity.unchecked.empty()) {
+      return report.fail("export_parity_unchecked",
+                         out_dir.string() + ": the export's parity could not be checked: " +
+                             parity.unchecked +
+                             "; export a trained checkpoint, or give --images with objects",
+                         kExitFailed);
+    }
     if (parity.skipped.empty() && !parity.passed) {
       return report.fail("export_parity_failed",
                          out_dir.string() +

@@ -90,10 +90,16 @@ ExportParity measureExportParity(const ParityInputs& inputs,
     const double slack = std::max(1.0, 0.02 * static_cast<double>(p.reference));
     counts_ok = counts_ok && std::abs(static_cast<double>(p.ours - p.reference)) <= slack;
   }
+  if (out.reference == 0) {
+    out.unchecked = "the engine's model gave no detection on the " +
+                    std::to_string(out.images.size()) +
+                    " images, so there was nothing to compare (a model that detects nothing "
+                    "above test_score_thresh, or images without objects)";
+  }
   const double share = out.reference == 0
-                           ? 1.0
+                           ? 0.0
                            : static_cast<double>(out.agreed) / static_cast<double>(out.reference);
-  out.passed = counts_ok && share >= tolerance.share;
+  out.passed = out.unchecked.empty() && counts_ok && share >= tolerance.share;
   out.measures.push_back(reference.measure);
   out.measures.push_back(exported.measure);
   report.log("parity: " + std::to_string(out.agreed) + " of " + std::to_string(out.reference) +
@@ -123,6 +129,7 @@ void writeParityJson(io::JsonWriter& j, const ExportParity& parity,
     return;
   }
   j.key("passed").value(parity.passed);
+  if (!parity.unchecked.empty()) j.key("unchecked").value(parity.unchecked);
   j.key("reference").value(parity.reference);
   j.key("agreed").value(parity.agreed);
   j.key("tolerance").beginObject();

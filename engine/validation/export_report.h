@@ -44,7 +44,10 @@ struct ExportParity {
   std::string skipped;  // why nothing ran (no images); empty when it ran
   std::vector<exporter::ImageParity> images;
   int64_t reference = 0, agreed = 0;
+  // Checked on at least one reference detection and within tolerance. With no reference
+  // detection at all nothing was compared: not passed, and `unchecked` says why.
   bool passed = false;
+  std::string unchecked;
   std::vector<BackendMeasure> measures;
 };
 
