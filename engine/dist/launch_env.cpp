@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstdlib>
+#include <limits>
 #include <string_view>
 
 namespace mrcnn::dist {
@@ -19,6 +20,28 @@ std::optional<long> number(const char* text, long lo, long hi) {
 }
 
 }  // namespace
+
+std::string firstSlurmHost(std::string_view list) {
+  // The first entry: up to a comma outside brackets.
+  size_t end = 0;
+  for (int depth = 0; end < list.size(); ++end) {
+    if (list[end] == '[') ++depth;
+    if (list[end] == ']') --depth;
+    if (list[end] == ',' && depth == 0) break;
+  }
+  const std::string_view entry = list.substr(0, end);
+  const size_t open = entry.find('[');
+  if (open == std::string_view::npos) return std::string(entry);
+  const size_t close = entry.find(']', open);
+  if (close == std::string_view::npos) return {};
+  // Its first number or range start, digits as written ("03" keeps its zero).
+  const std::string_view inside = entry.substr(open + 1, close - open - 1);
+  size_t digits = 0;
+  while (digits < inside.size() && inside[digits] >= '0' && inside[digits] <= '9') ++digits;
+  if (digits == 0) return {};
+  return std::string(entry.substr(0, open)) + std::string(inside.substr(0, digits)) +
+         std::string(entry.substr(close + 1));
+}
 
 LaunchEnvResult readLaunchEnv(const std::function<const char*(const char*)>& get_env) {
   const auto get = [&](const char* name) -> const char* {
@@ -72,16 +95,28 @@ LaunchEnvResult readLaunchEnv(const std::function<const char*(const char*)>& get
     out.env = env;
     return out;
   }
-  const char* addr = get("MASTER_ADDR");
-  if (addr == nullptr)
+  const bool slurm = env.launcher == "slurm";
+  const char* nodes = nullptr;
+  if (slurm) nodes = get("SLURM_JOB_NODELIST") ? get("SLURM_JOB_NODELIST") : get("SLURM_NODELIST");
+  if (const char* addr = get("MASTER_ADDR")) {
+    env.master_addr = addr;
+  } else if (nodes != nullptr && !firstSlurmHost(nodes).empty()) {
+    env.master_addr = firstSlurmHost(nodes);  // rank 0 runs on the job's first node
+  } else {
     return fail("MASTER_ADDR", "a job of " + std::to_string(env.world_size) +
-                                   " processes needs the address of rank 0's machine");
-  env.master_addr = addr;
+                                   " processes needs the address of rank 0's machine" +
+                                   (slurm ? " (or SLURM_JOB_NODELIST, whose first host is taken)" : ""));
+  }
   // torchrun's "localhost" may resolve to ::1 first; the store and gloo listen on IPv4.
   if (env.master_addr == "localhost") env.master_addr = "127.0.0.1";
-  const auto port = number(get("MASTER_PORT"), 1, 65535);
-  if (!port) return fail("MASTER_PORT", "a TCP port (1-65535) is needed");
-  env.master_port = static_cast<uint16_t>(*port);
+  if (get("MASTER_PORT") == nullptr && slurm) {
+    const auto job = number(get("SLURM_JOB_ID"), 0, std::numeric_limits<long>::max());
+    env.master_port = static_cast<uint16_t>(29500 + (job ? *job % 10000 : 0));
+  } else {
+    const auto port = number(get("MASTER_PORT"), 1, 65535);
+    if (!port) return fail("MASTER_PORT", "a TCP port (1-65535) is needed");
+    env.master_port = static_cast<uint16_t>(*port);
+  }
   if (const char* agent = get("TORCHELASTIC_USE_AGENT_STORE"))
     env.agent_store = std::string_view(agent) == "True" || std::string_view(agent) == "1";
   out.env = env;

@@ -1,8 +1,10 @@
 // Where this process stands in a data-parallel job, read from the environment its launcher
 // set: torchrun's (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
 // TORCHELASTIC_USE_AGENT_STORE), which `mrcnn-workbench --headless --nproc-per-node N` sets
-// too, or SLURM's (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE, with
-// MASTER_ADDR and MASTER_PORT from the job script). Neither: one process, world size 1.
+// too, or SLURM's (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE;
+// MASTER_ADDR from the job script, else the job's first host in SLURM_JOB_NODELIST;
+// MASTER_PORT from the job script, else 29500 + SLURM_JOB_ID's last four digits, so that two
+// jobs sharing a node do not meet). Neither: one process, world size 1.
 // No Torch here.
 #pragma once
 
@@ -10,6 +12,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace mrcnn::dist {
 
@@ -34,5 +37,9 @@ struct LaunchEnvResult {
   std::string error;
 };
 LaunchEnvResult readLaunchEnv(const std::function<const char*(const char*)>& get = {});
+
+// The first host of a SLURM host list, as SLURM_JOB_NODELIST writes it: "gpu[03-05,09],login1"
+// gives "gpu03", "node7" gives "node7"; empty for an empty or malformed list.
+std::string firstSlurmHost(std::string_view list);
 
 }  // namespace mrcnn::dist
