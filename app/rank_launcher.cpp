@@ -16,6 +16,8 @@
 #include <optional>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <thread>
 
 namespace mrcnn::app {
@@ -50,6 +52,17 @@ int freePort() {
     port = ntohs(addr.sin_port);
   ::close(fd);
   return port;
+}
+
+// Whether a process is stopped (SIGSTOP, a debugger): state T or t in /proc/PID/stat. A
+// stopped process takes no SIGTERM until it is continued.
+bool isStopped(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  const size_t paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() &&
+         (line[paren + 2] == 'T' || line[paren + 2] == 't');
 }
 
 std::string howItEnded(int rank, int status, bool distributed) {
@@ -155,8 +168,18 @@ LaunchReport launchRanks(const std::vector<std::string>& argv_in, const RankLayo
   int alive = g_child_count;
   std::optional<std::chrono::steady_clock::time_point> kill_at;
   const auto end_others = [&] {
-    for (int i = 0; i < g_child_count; ++i)
-      if (pids[static_cast<size_t>(i)] > 0) ::kill(pids[static_cast<size_t>(i)], SIGTERM);
+    for (int i = 0; i < g_child_count; ++i) {
+      const pid_t pid = pids[static_cast<size_t>(i)];
+      if (pid <= 0) continue;
+      if (isStopped(pid)) {
+        // It would not take SIGTERM, and is likely why the others failed: said, and ended.
+        ::kill(pid, SIGKILL);
+        report.failure += "; rank " + std::to_string(layout.node_rank * local + i) +
+                          " was stopped (SIGSTOP or a debugger) and is killed";
+      } else {
+        ::kill(pid, SIGTERM);
+      }
+    }
     kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   };
   if (!report.failure.empty()) end_others();

@@ -3,7 +3,11 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
+#include <thread>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <utility>
@@ -28,6 +32,89 @@ class Timed {
   std::chrono::steady_clock::time_point start_;
 };
 
+// Each rank counts up a key of its own in the rendezvous store once a second, from a thread
+// and a store connection of its own: a rank that stops (SIGSTOP, a hung host, a dead process)
+// stops counting, so when a collective fails the rank that stopped answering can be named
+// (the collective's own error names only the rank that waited).
+class Heartbeat {
+ public:
+  static constexpr std::chrono::milliseconds kInterval{1000};
+  static constexpr std::chrono::milliseconds kStoreTimeout{3000};
+
+  Heartbeat(const LaunchEnv& env, int size) : rank_(env.rank), size_(size) {
+    c10d::TCPStoreOptions o;
+    o.port = env.master_port;
+    o.isServer = false;
+    o.waitWorkers = false;
+    o.timeout = kStoreTimeout;
+    store_ = c10::make_intrusive<c10d::PrefixStore>(
+        "mrcnn-workbench/heartbeat/", c10::make_intrusive<c10d::TCPStore>(env.master_addr, o));
+    thread_ = std::thread([this] { beat(); });
+  }
+  ~Heartbeat() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  Heartbeat(const Heartbeat&) = delete;
+  Heartbeat& operator=(const Heartbeat&) = delete;
+
+  // The other ranks whose count did not move over `window`; with the store not answering
+  // (it lives in rank 0's process), rank 0. Empty: every rank is alive.
+  std::vector<int> stalled(std::chrono::milliseconds window) {
+    std::vector<int64_t> before(static_cast<size_t>(size_), -1);
+    try {
+      for (int r = 0; r < size_; ++r)
+        if (r != rank_) before[static_cast<size_t>(r)] = count(r);
+      std::this_thread::sleep_for(window);
+      std::vector<int> out;
+      for (int r = 0; r < size_; ++r)
+        if (r != rank_ && count(r) == before[static_cast<size_t>(r)]) out.push_back(r);
+      return out;
+    } catch (const std::exception&) {
+      return {0};
+    }
+  }
+
+ private:
+  int64_t count(int rank) {
+    std::lock_guard lock(store_mutex_);
+    return store_->add("rank-" + std::to_string(rank), 0);
+  }
+  void beat() {
+    std::unique_lock lock(mutex_);
+    while (!stop_) {
+      lock.unlock();
+      try {
+        std::lock_guard store_lock(store_mutex_);
+        store_->add("rank-" + std::to_string(rank_), 1);
+      } catch (const std::exception&) {
+        // The store is gone or slow: the next beat tries again.
+      }
+      lock.lock();
+      wake_.wait_for(lock, kInterval, [this] { return stop_; });
+    }
+  }
+
+  int rank_, size_;
+  c10::intrusive_ptr<c10d::Store> store_;
+  std::mutex store_mutex_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+std::string rankList(const std::vector<int>& ranks) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == ranks.size() ? " and " : ", ") + std::to_string(ranks[i]);
+  return out;
+}
+
 }  // namespace
 
 struct ProcessGroup::Impl {
@@ -39,6 +126,7 @@ struct ProcessGroup::Impl {
   std::string name;
   std::chrono::milliseconds timeout{0};
   double collective_seconds = 0;
+  std::unique_ptr<Heartbeat> heartbeat;  // null when it could not connect
 
   // Waits for `work`; any failure becomes a CollectiveError naming the collective.
   void wait(const c10::intrusive_ptr<c10d::Work>& work, std::string_view what) const {
@@ -47,8 +135,18 @@ struct ProcessGroup::Impl {
     } catch (const std::exception& e) {
       std::string why = e.what();
       if (const auto nl = why.find('\n'); nl != std::string::npos) why.resize(nl);
+      // Who stopped answering: the ranks whose heartbeat stands still (a few seconds more).
+      std::string who;
+      if (heartbeat) {
+        const std::vector<int> stalled = heartbeat->stalled(3 * Heartbeat::kInterval);
+        if (stalled.size() == 1) {
+          who = "rank " + rankList(stalled) + " stopped answering (its heartbeat stands still); ";
+        } else if (!stalled.empty()) {
+          who = "ranks " + rankList(stalled) + " stopped answering (their heartbeats stand still); ";
+        }
+      }
       throw CollectiveError("rank " + std::to_string(rank) + " of " + std::to_string(size) +
-                            ": the " + name + " collective \"" + std::string(what) +
+                            ": " + who + "the " + name + " collective \"" + std::string(what) +
                             "\" failed (another rank died, or it waited past the timeout of " +
                             std::to_string(timeout.count() / 1000) + " s): " + why);
     }
@@ -92,6 +190,11 @@ std::unique_ptr<ProcessGroup> ProcessGroup::join(const LaunchEnv& env, const c10
                           where + " (" + impl->name + ", launcher " + env.launcher +
                           "; the other ranks must start within " +
                           std::to_string(timeout.count() / 1000) + " s): " + why);
+  }
+  try {
+    impl->heartbeat = std::make_unique<Heartbeat>(env, env.world_size);
+  } catch (const std::exception&) {
+    // Without it a failed collective names only the rank that waited.
   }
   return std::unique_ptr<ProcessGroup>(new ProcessGroup(std::move(impl)));
 }

@@ -440,6 +440,52 @@ class TestDataParallel : public QObject {
     QCOMPARE(last(run_dir).step, uint64_t{6});
   }
 
+  // A rank stopped (SIGSTOP) while training: rank 0's next collective times out after
+  // dist_timeout_seconds, and its message names the rank that stopped answering (its
+  // heartbeat in the rendezvous store stands still), not itself; the launcher kills the
+  // stopped rank at once (it would not take SIGTERM) and says so; no process is left; the run
+  // resumes from its last checkpoint.
+  void aStalledRankIsNamed() {
+    const QString run_dir = dir_.filePath("stalled");
+    QStringList args = QStringList{"--nproc-per-node", "2"} + trainArgs(run_dir, data_, 1, 400);
+    args << "--set" << "save_checkpoints_steps=2" << "--set" << "dist_timeout_seconds=10";
+    QElapsedTimer since_stop;
+    QList<int> engines;
+    const Run stalled = run(workbench_, args, {}, [&](QProcess& p) {
+      QElapsedTimer clock;
+      clock.start();
+      while (clock.elapsed() < 300000 && !QFile::exists(run_dir + "/checkpoints/last"))
+        QThread::msleep(100);
+      engines = childrenOf(p.processId());
+      QCOMPARE(engines.size(), 2);
+      for (int pid : engines) {
+        const QString env = environOf(pid);
+        if (env.contains("\nRANK=1\n") || env.startsWith("RANK=1\n")) ::kill(pid, SIGSTOP);
+      }
+      since_stop.start();
+      p.waitForFinished(120000);
+    });
+    const qint64 took = since_stop.elapsed();
+    qInfo("ended %.1f s after rank 1 stopped (timeout 10 s)", took / 1000.0);
+    QVERIFY2(took < (10 + 15) * 1000, qPrintable(QString::number(took)));
+    QVERIFY2(stalled.exit_code != 0, qPrintable(stalled.err));
+    QVERIFY2(stalled.err.contains("rank 0 of 2: rank 1 stopped answering (its heartbeat stands still); the gloo "
+                                  "collective ") &&
+                 stalled.err.contains("rank 1 was stopped (SIGSTOP or a debugger) and is killed"),
+             qPrintable(stalled.err));
+    for (int pid : engines)
+      QVERIFY2(!QFile::exists("/proc/" + QString::number(pid) + "/cmdline") || environOf(pid).isEmpty(),
+               qPrintable("engine " + QString::number(pid) + " still runs"));
+
+    const uint64_t saved = last(run_dir).step;
+    const QString total = QString::number(saved + 2);
+    const Run resumed = run(workbench_, QStringList{"--nproc-per-node", "2"} +
+                                            trainArgs(run_dir, data_, 1, static_cast<int>(saved) + 2));
+    QVERIFY2(resumed.exit_code == 0, qPrintable(resumed.err + resumed.out.right(2000)));
+    QVERIFY2(resumed.out.contains(QString("resuming at step %1 of %2").arg(saved).arg(total)),
+             qPrintable(resumed.out.left(3000)));
+  }
+
   // --task benchmark with 2 ranks: synthetic batches of the spec's size, the global rate, the
   // step-time percentiles and the all-reduce time; in the precision training would use here
   // (the spec's bf16 on a CPU with native bf16, else fp32 with the fallback warning), not
