@@ -370,6 +370,8 @@ void checkData(const Experiment& s, Checker& c, Resolved* r) {
     if (d.size_divisibility() == 0) c.error(p + "size_divisibility", "must be at least 1");
   }
   if (d.max_num_instances() == 0) c.error(p + "max_num_instances", "must be at least 1");
+  if (!(d.repeat_threshold() >= 0 && d.repeat_threshold() <= 1))
+    c.error(p + "repeat_threshold", "must be from 0 (off) to 1, got " + number(d.repeat_threshold()));
 
   const bool train_dir = !d.train_image_dir().empty(), train_json = !d.train_json_file().empty();
   if (train_dir != train_json) {

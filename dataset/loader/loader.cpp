@@ -109,7 +109,12 @@ class Loader::Pipeline {
           "data loader: the dataset has no instance masks (shards converted with "
           "--include-mask false); convert it with masks, or train without the mask head");
     const auto count = static_cast<uint32_t>(source_->size());
-    epoch_size_ = options_.training || options_.eval_samples == 0
+    repeats_ = options_.training && !options_.repeat_factors.empty();
+    if (repeats_ && options_.repeat_factors.size() != count)
+      throw LoaderError("data loader: " + std::to_string(options_.repeat_factors.size()) +
+                        " repeat factors for " + std::to_string(count) + " images");
+    epoch_size_ = repeats_ ? repeatedEpochSize(options_.repeat_factors)
+                  : options_.training || options_.eval_samples == 0
                       ? count
                       : std::min(count, options_.eval_samples);
     repeat_ = options_.training && options_.repeat;
@@ -257,8 +262,10 @@ class Loader::Pipeline {
       if (it == orders_.end()) {
         it = orders_
                  .emplace(epoch,
-                          std::make_shared<const std::vector<uint32_t>>(trainingOrder(
-                              options_.seed, epoch, epoch_size_, options_.shuffle_buffer_size)))
+                          std::make_shared<const std::vector<uint32_t>>(
+                              repeats_ ? repeatedOrder(options_.seed, epoch, options_.repeat_factors)
+                                       : trainingOrder(options_.seed, epoch, epoch_size_,
+                                                       options_.shuffle_buffer_size)))
                  .first;
         // Workers are at most a window apart: two epochs are ever in use.
         while (orders_.begin()->first + 2 < epoch)
@@ -459,6 +466,7 @@ class Loader::Pipeline {
   const std::shared_ptr<const SampleSource> source_;
   const LoaderOptions options_;
   uint32_t epoch_size_ = 0;
+  bool repeats_ = false;  // training with repeat factors
   VisitPlan plan_;
   bool repeat_ = false;
   ResizeSpec resize_;

@@ -70,6 +70,11 @@ struct LoaderOptions {
   uint32_t prefetch_buffer_size = 4;    // batches ready ahead of the consumer (at least 1)
   uint32_t shuffle_buffer_size = 4096;  // 0 or >= the dataset: full shuffle; else a window
                                         // (tf.data's semantics, see trainingOrder)
+  // Training: each sample's repeat factor (repeatFactors, sample_order.h), one a sample of the
+  // source; the epoch is then repeatedOrder's (always fully shuffled), and a visit's flip is
+  // keyed by its position so that an image's repeats are flipped independently. Empty: each
+  // sample once an epoch.
+  std::vector<double> repeat_factors;
 
   bool load_masks = true;  // instance masks in the targets
   bool drop_last = true;   // training: drop an epoch's short last batch (eval never drops)

@@ -71,8 +71,10 @@ SampleResult processSample(const SampleSource& source, const LoaderOptions& opti
     return result;
   }
 
+  // With repeats an image comes several times an epoch: each visit flips on its own.
+  const uint32_t flip_key = options.repeat_factors.empty() ? index : static_cast<uint32_t>(position);
   const bool flip =
-      options.training && options.augment_input_data && flipDecision(options.seed, epoch, index);
+      options.training && options.augment_input_data && flipDecision(options.seed, epoch, flip_key);
   const ResizedSize size = resizedSize(image.rows, image.cols, resize);
   const auto h = static_cast<size_t>(size.height);
   const auto w = static_cast<size_t>(size.width);

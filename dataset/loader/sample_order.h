@@ -41,4 +41,20 @@ std::vector<uint32_t> trainingOrder(uint64_t seed, uint64_t epoch, uint32_t coun
 // flipped horizontally in `epoch`: a fair coin from (seed, epoch, sample_index).
 bool flipDecision(uint64_t seed, uint64_t epoch, uint32_t sample_index);
 
+// Class-balanced repeats (LVIS's rule, as detectron2's RepeatFactorTrainingSampler): with f_c
+// the share of images holding category c, c's factor is max(1, sqrt(threshold / f_c)) and an
+// image's the largest of its categories' (1 for an image without any). `labels`: each
+// image's categories (repeats allowed).
+std::vector<double> repeatFactors(const std::vector<std::vector<uint32_t>>& labels, double threshold);
+
+// An epoch with repeats: image i is visited floor(r_i) times, plus once more with probability
+// frac(r_i) (systematic sampling over the images in a shuffled order: a uniform start, then a
+// visit wherever the cumulative fractions pass a whole step). Every epoch has the same length,
+// sum(floor(r_i)) + ceil(sum(frac(r_i))): an epoch whose draw comes one short gives that visit
+// to an image drawn uniformly, so an image's mean visits exceed r_i by less than 1 / the
+// number of images. Then the visits are shuffled. A function of (seed, epoch) like
+// trainingOrder.
+uint32_t repeatedEpochSize(const std::vector<double>& factors);
+std::vector<uint32_t> repeatedOrder(uint64_t seed, uint64_t epoch, const std::vector<double>& factors);
+
 }  // namespace mrcnn::dataset

@@ -1,5 +1,7 @@
 #include "dataset/loader/sample_source.h"
 
+#include "dataset/loader/sample_order.h"
+
 #include <fstream>
 #include <system_error>
 
@@ -9,6 +11,13 @@ namespace mrcnn::dataset {
 
 Rle SampleSource::mask(const SourceAnnotation& annotation) const {
   return annotation.mask ? *annotation.mask : Rle{};
+}
+
+std::vector<uint32_t> SampleSource::labels(size_t index, bool skip_crowd) const {
+  std::vector<uint32_t> out;
+  for (const SourceAnnotation& a : read(index).annotations)
+    if (a.label != 0 && !(skip_crowd && a.iscrowd)) out.push_back(a.label);
+  return out;
 }
 
 std::vector<uint8_t> readFileBytes(const std::filesystem::path& path) {
@@ -76,6 +85,15 @@ SourceSample CocoFolderSource::read(size_t index) const {
   return sample;
 }
 
+std::vector<uint32_t> CocoFolderSource::labels(size_t index, bool skip_crowd) const {
+  std::vector<uint32_t> out;
+  for (const uint32_t a : dataset_->annotationsOfImage(static_cast<uint32_t>(index))) {
+    const CocoAnnotation& annotation = dataset_->annotations()[a];
+    if (annotation.label != 0 && !(skip_crowd && annotation.iscrowd)) out.push_back(annotation.label);
+  }
+  return out;
+}
+
 Rle CocoFolderSource::mask(const SourceAnnotation& annotation) const {
   return annotationRle(*dataset_, dataset_->annotations()[annotation.ref]);
 }
@@ -85,6 +103,18 @@ std::vector<int64_t> CocoFolderSource::categoryIds() const {
   for (const CocoCategory& category : dataset_->categories())
     ids.push_back(category.id);
   return ids;
+}
+
+std::vector<double> repeatFactorsOf(const SampleSource& source, double threshold, bool skip_crowd) {
+  std::vector<std::vector<uint32_t>> labels(source.size());
+  for (size_t i = 0; i < labels.size(); ++i) {
+    try {
+      labels[i] = source.labels(i, skip_crowd);
+    } catch (const SampleError&) {
+      // Unreadable: the loader skips it with its warning; here it repeats once.
+    }
+  }
+  return repeatFactors(labels, threshold);
 }
 
 }  // namespace mrcnn::dataset

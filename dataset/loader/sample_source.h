@@ -69,6 +69,10 @@ class SampleSource {
   virtual Rle mask(const SourceAnnotation& annotation) const;
   // Category ids by contiguous label: categoryIds()[label - 1].
   virtual std::vector<int64_t> categoryIds() const = 0;
+  // The known labels of sample `index`'s annotations, crowds left out when `skip_crowd` (what
+  // training keeps; the repeat factors' input). The default reads the sample; a source that
+  // can answers without its image.
+  virtual std::vector<uint32_t> labels(size_t index, bool skip_crowd) const;
   // Whether mask() gives the instances' masks (shards converted without masks do not).
   virtual bool hasMasks() const { return true; }
 };
@@ -87,6 +91,7 @@ class CocoFolderSource final : public SampleSource {
   SourceSample read(size_t index) const override;
   Rle mask(const SourceAnnotation& annotation) const override;
   std::vector<int64_t> categoryIds() const override;
+  std::vector<uint32_t> labels(size_t index, bool skip_crowd) const override;
 
   const CocoDataset& dataset() const { return *dataset_; }
   std::filesystem::path imagePath(size_t index) const;
@@ -95,6 +100,10 @@ class CocoFolderSource final : public SampleSource {
   std::shared_ptr<const CocoDataset> dataset_;
   std::filesystem::path image_dir_;
 };
+
+// The repeat factors (repeatFactors, sample_order.h) of a source's samples at `threshold`,
+// from labels(); a sample that cannot be read counts as one without annotations.
+std::vector<double> repeatFactorsOf(const SampleSource& source, double threshold, bool skip_crowd);
 
 // Reads a whole file into a string. Throws SampleError (kMissing when it does not exist).
 std::vector<uint8_t> readFileBytes(const std::filesystem::path& path);

@@ -8,11 +8,14 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <iomanip>
 #include <optional>
 #include <ostream>
 #include <sstream>
 
 #include "dataset/coco/coco.h"
+#include "dataset/loader/sample_order.h"
+#include "dataset/loader/sample_source.h"
 #include "engine/dist/data_parallel.h"
 #include "engine/dist/launch_env.h"
 #include "engine/dist/process_group.h"
@@ -68,6 +71,7 @@ struct TrainRun {
   std::shared_ptr<const dataset::CocoDataset> val_gt;
   uint64_t total_steps = 0;
   std::vector<train::SpecChange> spec_changes;  // a resumed run's, against its spec.txt
+  std::vector<double> repeat_factors;  // data_config.repeat_threshold's, by training sample
 
   train::EventWriter& events() const { return *report.writer(); }
   void log(const std::string& text) const { report.log(text); }
@@ -182,6 +186,21 @@ void setUpDevice(TrainRun& run) {
           std::to_string(launch.master_port) + ")");
 }
 
+// What the repeat factors do to the epoch, in one line for the log.
+std::string repeatFactorsSummary(const std::vector<double>& factors, double threshold) {
+  size_t repeated = 0;
+  double most = 1;
+  for (const double r : factors) {
+    if (r > 1) ++repeated;
+    most = std::max(most, r);
+  }
+  std::ostringstream line;
+  line << "repeat factors (repeat_threshold " << threshold << "): " << repeated << " of "
+       << factors.size() << " training images repeat, up to " << std::setprecision(3) << most
+       << " times; an epoch is " << dataset::repeatedEpochSize(factors) << " images";
+  return line.str();
+}
+
 // The data files (rank 0 prepares them, the others wait), the training and validation
 // sources, and the number of steps.
 void setUpData(TrainRun& run) {
@@ -220,13 +239,20 @@ void setUpData(TrainRun& run) {
   } catch (const std::exception& e) {
     throw TaskFailure("bad_dataset", e.what(), kExitBadData);
   }
+  if (s.data_config().repeat_threshold() > 0) {
+    run.repeat_factors = dataset::repeatFactorsOf(*run.train_source, s.data_config().repeat_threshold(),
+                                                  s.data_config().skip_crowd_during_training());
+    run.log(repeatFactorsSummary(run.repeat_factors, s.data_config().repeat_threshold()));
+  }
   // Steps: train_batch_size is per rank, the global batch b x world size.
   const uint64_t accumulation = std::max<uint32_t>(1, s.gradient_accumulation_steps());
   const auto world = static_cast<uint64_t>(run.launch.world_size);
   run.total_steps = s.total_steps();
   if (!s.has_total_steps()) {
-    const uint64_t per_epoch =
-        s.num_examples_per_epoch() ? s.num_examples_per_epoch() : run.train_source->size();
+    const uint64_t per_epoch = s.num_examples_per_epoch() ? s.num_examples_per_epoch()
+                               : run.repeat_factors.empty()
+                                   ? run.train_source->size()
+                                   : dataset::repeatedEpochSize(run.repeat_factors);
     run.total_steps = std::max<uint64_t>(
         1, s.num_epochs() * per_epoch / (uint64_t{s.train_batch_size()} * accumulation * world));
   }
@@ -402,6 +428,7 @@ int train(TrainRun& run) {
   }
   dataset::LoaderOptions loader_options = loaderOptionsFromSpec(run.loaded, /*training=*/true);
   loader_options.shard_count = static_cast<uint32_t>(world);
+  loader_options.repeat_factors = run.repeat_factors;
   loader_options.shard_index = static_cast<uint32_t>(run.launch.rank);
   std::optional<dataset::Loader> loader;
   try {

@@ -6,9 +6,11 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "tests/app/headless_fixture.h"
@@ -417,6 +419,23 @@ class HeadlessInferenceTest : public QObject, mrcnn::testing::TrainedRunFixture 
     QVERIFY(sets[0]["anchor_coverage"]["share_all"].toDouble() > 0);
     // A warning event for each problem in the file.
     QCOMPARE(types.count("warning"), stats["problems"].toArray().size());
+    QVERIFY(!r.out.contains("repeat factors"));
+    // With repeat_threshold, the factors training would use: a category in every image
+    // repeats once; the table's epoch length is what training's log says.
+    const Run repeats = engine(engineArgs({"--task", "dataset_stats", "--set", "data_config.repeat_threshold=1"}));
+    QVERIFY2(repeats.code == 0, qPrintable(repeats.out + repeats.err));
+    QString table;
+    for (const auto& e : eventsOf(repeats.out.toUtf8(), &bad))
+      if (e.type() == "log" && e.text().starts_with("repeat factors")) table = QString::fromStdString(e.text());
+    const QRegularExpression row("\\n  (circle|square|triangle|star) +(\\d+) +([0-9.]+) +([0-9.]+)");
+    int rows = 0;
+    for (auto it = row.globalMatch(table); it.hasNext(); ++rows) {
+      const auto m = it.next();
+      const double share = m.captured(3).toDouble();
+      QVERIFY2(std::abs(m.captured(4).toDouble() - std::max(1.0, std::sqrt(1.0 / share))) < 2e-3, qPrintable(table));
+      QCOMPARE(m.captured(2).toInt(), static_cast<int>(std::lround(share * 6)));
+    }
+    QVERIFY2(rows >= 2 && table.contains(" of 6 images repeat; an epoch is "), qPrintable(table));
 
     const QString train = t.dir.filePath("shapes/annotations/instances_train.json");
     const QString val = t.dir.filePath("shapes/annotations/instances_val.json");

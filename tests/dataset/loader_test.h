@@ -230,4 +230,6 @@ class TestLoader : public QObject {
   void evalOrderIsFileOrder();
   void earlyStopAndWaitTime();
   void shardsGiveTheSameSamples();
+  void repeatFactorsFollowTheRule();  // test_loader_repeats.cpp
+  void repeatsResumeExactly();
 };
