@@ -303,9 +303,10 @@ class EngineProcessTest : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(view.run(0)->step() >= 1, 10000);
     QSignalSpy finished(&view, &RunsView::runFinished);
     view.stopCurrent();
-    QVERIFY(finished.count() > 0 || finished.wait(10000));
+    // The run's log on failure: this check has failed twice in about 15 runs, not reproduced.
+    QVERIFY2(finished.count() > 0 || finished.wait(10000), qPrintable(view.run(0)->log().join('\n')));
     view.refreshNow();
-    QCOMPARE(view.run(0)->status(), RunStatus::Stopped);
+    QVERIFY2(view.run(0)->status() == RunStatus::Stopped, qPrintable(view.run(0)->log().join('\n')));
     QVERIFY(view.resumeEnabled());
     box.spinBox()->setValue(1);  // a new setting is for new runs, not for this one
     view.resumeCurrent();
