@@ -101,6 +101,10 @@ bool flipDecision(uint64_t seed, uint64_t epoch, uint32_t sample_index) {
   return (mix64(epochKey(seed, epoch) ^ kFlipDomain ^ mix64(sample_index)) >> 63) != 0;
 }
 
+double categoryRepeatFactor(double share, double threshold) {
+  return std::max(1.0, std::sqrt(threshold / share));
+}
+
 std::vector<double> repeatFactors(const std::vector<std::vector<uint32_t>>& labels, double threshold) {
   std::vector<uint64_t> images_with;
   for (const auto& image : labels) {
@@ -116,8 +120,7 @@ std::vector<double> repeatFactors(const std::vector<std::vector<uint32_t>>& labe
   std::vector<double> out(labels.size(), 1.0);
   for (size_t i = 0; i < labels.size(); ++i) {
     for (const uint32_t c : labels[i]) {
-      const double share = static_cast<double>(images_with[c]) / n;
-      out[i] = std::max(out[i], std::sqrt(threshold / share));
+      out[i] = std::max(out[i], categoryRepeatFactor(static_cast<double>(images_with[c]) / n, threshold));
     }
   }
   return out;

@@ -46,6 +46,8 @@ bool flipDecision(uint64_t seed, uint64_t epoch, uint32_t sample_index);
 // image's the largest of its categories' (1 for an image without any). `labels`: each
 // image's categories (repeats allowed).
 std::vector<double> repeatFactors(const std::vector<std::vector<uint32_t>>& labels, double threshold);
+// One category's factor: max(1, sqrt(threshold / share)), share = the images holding it.
+double categoryRepeatFactor(double share, double threshold);
 
 // An epoch with repeats: image i is visited floor(r_i) times, plus once more with probability
 // frac(r_i) (systematic sampling over the images in a shuffled order: a uniform start, then a

@@ -98,10 +98,11 @@ LaunchEnvResult readLaunchEnv(const std::function<const char*(const char*)>& get
   const bool slurm = env.launcher == "slurm";
   const char* nodes = nullptr;
   if (slurm) nodes = get("SLURM_JOB_NODELIST") ? get("SLURM_JOB_NODELIST") : get("SLURM_NODELIST");
+  const std::string first_node = nodes != nullptr ? firstSlurmHost(nodes) : std::string();
   if (const char* addr = get("MASTER_ADDR")) {
     env.master_addr = addr;
-  } else if (nodes != nullptr && !firstSlurmHost(nodes).empty()) {
-    env.master_addr = firstSlurmHost(nodes);  // rank 0 runs on the job's first node
+  } else if (!first_node.empty()) {
+    env.master_addr = first_node;  // rank 0 runs on the job's first node
   } else {
     return fail("MASTER_ADDR", "a job of " + std::to_string(env.world_size) +
                                    " processes needs the address of rank 0's machine" +

@@ -51,7 +51,7 @@ std::string repeatFactorsTable(const DataFiles& data, double threshold, bool ski
     const double share = static_cast<double>(count) / n;
     const int64_t id = label >= 1 && label <= ids.size() ? ids[label - 1] : 0;
     std::snprintf(line, sizeof line, "  %-24s %8zu %8.4f %8.3f\n", names[id].c_str(), count, share,
-                  std::max(1.0, std::sqrt(threshold / share)));
+                  dataset::categoryRepeatFactor(share, threshold));
     t << line;
   }
   size_t repeated = 0;
