@@ -16,6 +16,7 @@
 #include "dataset/coco/coco.h"
 #include "dataset/loader/sample_order.h"
 #include "dataset/loader/sample_source.h"
+#include "dataset/loader/subset_source.h"
 #include "engine/dist/data_parallel.h"
 #include "engine/dist/launch_env.h"
 #include "engine/dist/process_group.h"
@@ -201,6 +202,35 @@ std::string repeatFactorsSummary(const std::vector<double>& factors, double thre
   return line.str();
 }
 
+// Training images without an annotation to train on. data_config.filter_empty_gt: the training
+// source without them. Otherwise they train as negatives; the log says how many where the
+// source tells without reading its images (a COCO json; shards would be read whole).
+void handleEmptyImages(TrainRun& run) {
+  const auto& d = run.spec().data_config();
+  if (!d.filter_empty_gt() && !dynamic_cast<const dataset::CocoFolderSource*>(run.train_source.get()))
+    return;
+  std::vector<uint32_t> kept = dataset::samplesWithAnnotations(*run.train_source, d.skip_crowd_during_training());
+  const size_t all = run.train_source->size();
+  if (!d.filter_empty_gt()) {
+    if (kept.size() < all)
+      run.log(std::to_string(all - kept.size()) + " of " + std::to_string(all) +
+              " training images have no annotations: they train as negatives (RPN and box "
+              "classifier losses); data_config.filter_empty_gt: true leaves them out");
+    return;
+  }
+  if (kept.empty()) {
+    throw TaskFailure("bad_dataset",
+                      "data_config.filter_empty_gt: none of the " + std::to_string(all) +
+                          " training images has an annotation to train on" +
+                          (d.skip_crowd_during_training() ? " (crowds are skipped)" : ""),
+                      kExitBadData);
+  }
+  run.log("filter_empty_gt: " + std::to_string(all - kept.size()) + " of " + std::to_string(all) +
+          " training images have no annotations and are left out; " + std::to_string(kept.size()) +
+          " train");
+  run.train_source = std::make_shared<dataset::SubsetSource>(run.train_source, std::move(kept));
+}
+
 // The data files (rank 0 prepares them, the others wait), the training and validation
 // sources, and the number of steps.
 void setUpData(TrainRun& run) {
@@ -239,6 +269,7 @@ void setUpData(TrainRun& run) {
   } catch (const std::exception& e) {
     throw TaskFailure("bad_dataset", e.what(), kExitBadData);
   }
+  handleEmptyImages(run);
   if (s.data_config().repeat_threshold() > 0) {
     run.repeat_factors = dataset::repeatFactorsOf(*run.train_source, s.data_config().repeat_threshold(),
                                                   s.data_config().skip_crowd_during_training());

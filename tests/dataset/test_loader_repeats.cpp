@@ -2,12 +2,14 @@
 // one class in 5% of its images, the sampled class frequencies against the rule's expectation
 // over many epochs, each epoch's fixed length; then the loader on tinycoco's real images with
 // repeat factors: every epoch visits its images as often as the order says, and a run stopped
-// and resumed sees exactly the batches of an uninterrupted one.
+// and resumed sees exactly the batches of an uninterrupted one. Images without objects
+// (data_config.filter_empty_gt): kept, they come with no targets; left out, never.
 #include <QtTest>
 #include <cmath>
 #include <map>
 
 #include "dataset/loader/sample_order.h"
+#include "dataset/loader/subset_source.h"
 #include "tests/dataset/loader_test.h"
 
 using namespace loader_test;
@@ -113,4 +115,45 @@ void TestLoader::repeatsResumeExactly() {
       QVERIFY2(difference(after[i], all[stop + i]).isEmpty(),
                qPrintable(QString("stop %1, batch %2: %3").arg(stop).arg(i).arg(difference(after[i], all[stop + i]))));
   }
+}
+
+// Ten images, three without objects and one holding only a crowd: kept (filter_empty_gt
+// false), every image comes once an epoch and the empty ones with no targets; left out, the
+// epoch is the six others and each comes with its objects.
+void TestLoader::emptyImagesAreNegativesOrLeftOut() {
+  auto source = std::make_shared<MemorySource>();
+  for (int64_t i = 0; i < 10; ++i) {
+    const bool empty = i % 3 == 0;  // images 0, 3, 6, 9
+    source->items.push_back(syntheticItem(i + 1, 96, 128,
+                                          empty ? std::vector<std::array<int, 4>>{}
+                                                : std::vector<std::array<int, 4>>{{10, 12, 30, 20}}));
+  }
+  // Image 10 holds only a crowd: training skips crowds, so it holds nothing to train on.
+  source->items[9] = syntheticItem(10, 96, 128, {{40, 40, 20, 20}});
+  source->items[9].annotations[0].iscrowd = true;
+  LoaderOptions o = smallOptions();
+  o.training = true;
+  o.repeat = false;
+  o.drop_last = false;
+  o.batch_size = 2;
+
+  const std::vector<uint32_t> kept = samplesWithAnnotations(*source, o.skip_crowd_during_training);
+  QCOMPARE(kept, (std::vector<uint32_t>{1, 2, 4, 5, 7, 8}));
+  QCOMPARE(samplesWithAnnotations(*source, false).size(), size_t{7});  // the crowd counts there
+
+  std::map<int64_t, size_t> instances;  // by image id, over one epoch
+  Loader all(source, o);
+  for (const Batch& b : takeAll(all))
+    for (size_t i = 0; i < b.size(); ++i) {
+      QVERIFY(!instances.count(b.meta[i].image_id));
+      instances[b.meta[i].image_id] = b.targets[i].size();
+    }
+  QCOMPARE(instances, (std::map<int64_t, size_t>{{1, 0}, {2, 1}, {3, 1}, {4, 0}, {5, 1}, {6, 1},
+                                                 {7, 0}, {8, 1}, {9, 1}, {10, 0}}));
+
+  instances.clear();
+  Loader filtered(std::make_shared<SubsetSource>(source, kept), o);
+  for (const Batch& b : takeAll(filtered))
+    for (size_t i = 0; i < b.size(); ++i) instances[b.meta[i].image_id] = b.targets[i].size();
+  QCOMPARE(instances, (std::map<int64_t, size_t>{{2, 1}, {3, 1}, {5, 1}, {6, 1}, {8, 1}, {9, 1}}));
 }

@@ -122,6 +122,32 @@ class Recorder:
         return pos, neg
 
 
+def train_step(model, images, targets, prefix, expected):
+    """One training forward and backward: the batch, its targets, the samples drawn and the
+    losses under `prefix`."""
+    rpn_sampler, roi_sampler = model.rpn.fg_bg_sampler, model.roi_heads.fg_bg_sampler
+    rpn_recorder, roi_recorder = Recorder(rpn_sampler), Recorder(roi_sampler)
+    model.rpn.fg_bg_sampler = rpn_recorder
+    model.roi_heads.fg_bg_sampler = roi_recorder
+    batch, transformed = model.transform(images, [dict(t) for t in targets])
+    losses = model(images, targets)
+    sum(losses.values()).backward()
+    model.rpn.fg_bg_sampler, model.roi_heads.fg_bg_sampler = rpn_sampler, roi_sampler
+    expected[prefix + "images"] = batch.tensors.contiguous()
+    expected[prefix + "sizes"] = torch.tensor(batch.image_sizes, dtype=torch.int64)
+    for i, t in enumerate(transformed):
+        expected[f"{prefix}gt_boxes/{i}"] = t["boxes"]
+        expected[f"{prefix}gt_labels/{i}"] = t["labels"]
+        expected[f"{prefix}gt_masks/{i}"] = t["masks"]
+    for name, (pos, neg) in (("rpn", rpn_recorder.drawn), ("roi", roi_recorder.drawn)):
+        for i, (p, n) in enumerate(zip(pos, neg)):
+            expected[f"{prefix}{name}_positive/{i}"] = p
+            expected[f"{prefix}{name}_negative/{i}"] = n
+    for k, v in losses.items():
+        expected[f"{prefix}loss/{k}"] = v.detach()
+    return losses
+
+
 def make(out_dir):
     torch.manual_seed(0)
     torch.set_num_threads(2)
@@ -157,37 +183,26 @@ def make(out_dir):
         expected[f"eval/masks/{i}"] = d["masks"][:, 0].contiguous()
         expected[f"input/original_size/{i}"] = torch.tensor(images[i].shape[-2:])
 
-    # ---- Training, on the photos' ground truth ----
+    # ---- Training, on the photos' ground truth; then with the second image's removed ----
     model.train()
     targets = [ground_truth(coco, os.path.basename(f), img.shape[-2], img.shape[-1])
                for f, img in zip(files, images)]
-    rpn_recorder = Recorder(model.rpn.fg_bg_sampler)
-    roi_recorder = Recorder(model.roi_heads.fg_bg_sampler)
-    model.rpn.fg_bg_sampler = rpn_recorder
-    model.roi_heads.fg_bg_sampler = roi_recorder
-    batch, transformed = model.transform(images, [dict(t) for t in targets])
-    losses = model(images, targets)
-    total = sum(losses.values())
-    total.backward()
-    expected["train/images"] = batch.tensors.contiguous()
-    expected["train/sizes"] = torch.tensor(batch.image_sizes, dtype=torch.int64)
-    for i, t in enumerate(transformed):
-        expected[f"train/gt_boxes/{i}"] = t["boxes"]
-        expected[f"train/gt_labels/{i}"] = t["labels"]
-        expected[f"train/gt_masks/{i}"] = t["masks"]
-    for name, (pos, neg) in (("rpn", rpn_recorder.drawn), ("roi", roi_recorder.drawn)):
-        for i, (p, n) in enumerate(zip(pos, neg)):
-            expected[f"train/{name}_positive/{i}"] = p
-            expected[f"train/{name}_negative/{i}"] = n
-    for k, v in losses.items():
-        expected[f"train/loss/{k}"] = v.detach()
+    losses = train_step(model, images, targets, "train/", expected)
     params = dict(model.named_parameters())
     for k in GRADIENT_KEYS:
-        expected[f"train/grad/{k}"] = params[k].grad
+        expected[f"train/grad/{k}"] = params[k].grad.clone()
+    empty = dict(targets[1])
+    empty["boxes"] = targets[1]["boxes"][:0]
+    empty["labels"] = targets[1]["labels"][:0]
+    empty["masks"] = targets[1]["masks"][:0]
+    model.zero_grad()
+    empty_losses = train_step(model, images, [targets[0], empty] + targets[2:], "train_empty/",
+                              expected)
     torch.save(expected, os.path.join(out_dir, "expected.pt"))
     counts = [len(d["boxes"]) for d in detections]
     print(f"mask_rcnn_parity: {[os.path.basename(f) for f in files]} as {list(batch.tensors.shape)}, "
           f"detections {counts}, losses " + ", ".join(f"{k} {v.item():.4f}" for k, v in losses.items())
+          + "; with an image without objects " + ", ".join(f"{k} {v.item():.4f}" for k, v in empty_losses.items())
           + f"; torch {torch.__version__}, torchvision {torchvision.__version__}")
 
 

@@ -16,6 +16,7 @@
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -77,17 +78,18 @@ class TestMaskRCNN : public QObject {
     return m;
   }
   // The training batch's ground truth with torchvision's samples of anchors and RoIs.
-  model::MaskRCNNTargets trainingTargets(const model::ImageSizes& sizes) const {
+  model::MaskRCNNTargets trainingTargets(const model::ImageSizes& sizes,
+                                         const std::string& prefix = "train/") const {
     model::MaskRCNNTargets targets;
     for (size_t i = 0; i < sizes.images.size(); ++i) {
       const std::string n = std::to_string(i);
-      targets.boxes.push_back(expected("train/gt_boxes/" + n));
-      targets.labels.push_back(expected("train/gt_labels/" + n));
-      targets.masks.push_back(expected("train/gt_masks/" + n));
+      targets.boxes.push_back(expected(prefix + "gt_boxes/" + n));
+      targets.labels.push_back(expected(prefix + "gt_labels/" + n));
+      targets.masks.push_back(expected(prefix + "gt_masks/" + n));
       targets.rpn_sampled.push_back(
-          {expected("train/rpn_positive/" + n), expected("train/rpn_negative/" + n)});
+          {expected(prefix + "rpn_positive/" + n), expected(prefix + "rpn_negative/" + n)});
       targets.roi_sampled.push_back(
-          {expected("train/roi_positive/" + n), expected("train/roi_negative/" + n)});
+          {expected(prefix + "roi_positive/" + n), expected(prefix + "roi_negative/" + n)});
     }
     return targets;
   }
@@ -349,6 +351,44 @@ class TestMaskRCNN : public QObject {
                                         .arg(QString::fromStdString(name))
                                         .arg(e)));
     }
+  }
+
+  // An image without objects (data_config.filter_empty_gt false) trains as a negative: every
+  // anchor and proposal it has is background. With the second photo's objects removed, the
+  // five losses equal torchvision's for the same samples, and the image adds no positive to the
+  // box regression or the mask loss (their values change from the full batch's).
+  void anImageWithoutObjectsTrainsAsTorchvisionsNegative() {
+    if (python_.isEmpty()) QSKIP("MRCNN_PYTHON is not set: no torchvision to compare with");
+    if (!parityReady()) return;
+    model::MaskRCNN m = loadedModel();
+    m->train();
+    const at::Tensor images = expected("train_empty/images");
+    const model::ImageSizes sizes = sizesOf("train_empty/");
+    const model::MaskRCNNTargets targets = trainingTargets(sizes, "train_empty/");
+    QCOMPARE(targets.boxes[1].size(0), int64_t{0});
+    QVERIFY(targets.boxes[0].size(0) > 0);
+    // Nothing positive drawn on the empty image, some negatives.
+    const auto count = [](const at::Tensor& mask) { return mask.sum().item<int64_t>(); };
+    QCOMPARE(count(targets.rpn_sampled[1].positive), int64_t{0});
+    QVERIFY(count(targets.rpn_sampled[1].negative) > 0);
+    QCOMPARE(count(targets.roi_sampled[1].positive), int64_t{0});
+    QVERIFY(count(targets.roi_sampled[1].negative) > 0);
+    const model::MaskRCNNLosses losses = m->losses(images, sizes, targets);
+    const std::vector<std::pair<const char*, at::Tensor>> pairs = {
+        {"loss_objectness", losses.rpn_objectness},
+        {"loss_rpn_box_reg", losses.rpn_box},
+        {"loss_classifier", losses.classifier},
+        {"loss_box_reg", losses.box_reg},
+        {"loss_mask", losses.mask}};
+    for (const auto& [name, value] : pairs) {
+      const at::Tensor theirs = expected(std::string("train_empty/loss/") + name);
+      const double e = relError(value.detach().reshape({}), theirs.reshape({}));
+      qInfo("%s: ours %.6f, torchvision %.6f, relative error %.3g", name, value.item<double>(),
+            theirs.item<double>(), e);
+      QVERIFY2(std::isfinite(value.item<double>()) && e < 1e-4,
+               qPrintable(QString("%1: relative error %2").arg(name).arg(e)));
+    }
+    losses.total.backward();
   }
 
   // Validation computes training's losses and inference's detections from one run of the
