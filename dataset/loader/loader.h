@@ -123,9 +123,17 @@ struct Targets {
   std::vector<float> boxes;      // [N, 4] xyxy
   std::vector<int64_t> labels;   // [N]
   std::vector<uint8_t> iscrowd;  // [N]
-  std::vector<uint8_t> masks;    // [N, height, width] of the image (empty without load_masks)
+  // Each instance's mask cropped to the window that holds its pixels, back to back (row-major
+  // width x height bytes each); empty without load_masks. An image with many small objects
+  // then costs what they cover, not the image's size times their number.
+  std::vector<uint8_t> masks;
+  std::vector<int32_t> mask_windows;    // [N, 4]: x0, y0, width, height (0 x 0: no pixel)
   std::vector<int64_t> annotation_ids;  // [N]
   size_t size() const { return labels.size(); }
+  // Where instance i's crop starts in `masks`.
+  size_t maskOffset(size_t i) const;
+  // Instance i's mask at the image's size (height x width of its ImageMeta).
+  std::vector<uint8_t> fullMask(size_t i, int height, int width) const;
 };
 
 struct Batch {

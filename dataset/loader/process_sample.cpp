@@ -1,6 +1,8 @@
 #include "dataset/loader/process_sample.h"
 
+#include <algorithm>
 #include <array>
+#include <cstddef>
 #include <limits>
 #include <new>
 #include <opencv2/core/mat.hpp>
@@ -12,6 +14,51 @@
 #include "dataset/loader/sample_order.h"
 
 namespace mrcnn::dataset {
+namespace {
+
+// Appends the window of `mask`'s (height x width) foreground to `t`'s crops.
+void appendCrop(const uint8_t* mask, int height, int width, Targets& t) {
+  int x_lo = width, x_hi = -1, y_lo = height, y_hi = -1;
+  for (int y = 0; y < height; ++y) {
+    const uint8_t* row = mask + static_cast<size_t>(y) * static_cast<size_t>(width);
+    for (int x = 0; x < width; ++x) {
+      if (row[x] == 0) continue;
+      x_lo = std::min(x_lo, x);
+      x_hi = std::max(x_hi, x);
+      y_lo = std::min(y_lo, y);
+      y_hi = std::max(y_hi, y);
+    }
+  }
+  if (x_hi < 0) {
+    t.mask_windows.insert(t.mask_windows.end(), {0, 0, 0, 0});
+    return;
+  }
+  const int cw = x_hi - x_lo + 1, ch = y_hi - y_lo + 1;
+  t.mask_windows.insert(t.mask_windows.end(), {x_lo, y_lo, cw, ch});
+  for (int y = y_lo; y <= y_hi; ++y) {
+    const uint8_t* row = mask + static_cast<size_t>(y) * static_cast<size_t>(width) + x_lo;
+    t.masks.insert(t.masks.end(), row, row + cw);
+  }
+}
+
+}  // namespace
+
+size_t Targets::maskOffset(size_t i) const {
+  size_t offset = 0;
+  for (size_t j = 0; j < i; ++j)
+    offset += static_cast<size_t>(mask_windows[4 * j + 2]) * static_cast<size_t>(mask_windows[4 * j + 3]);
+  return offset;
+}
+
+std::vector<uint8_t> Targets::fullMask(size_t i, int height, int width) const {
+  std::vector<uint8_t> out(static_cast<size_t>(height) * static_cast<size_t>(width), 0);
+  const int32_t* win = mask_windows.data() + 4 * i;
+  const uint8_t* crop = masks.data() + maskOffset(i);
+  for (int y = 0; y < win[3]; ++y)
+    std::copy_n(crop + static_cast<size_t>(y) * static_cast<size_t>(win[2]), win[2],
+                out.begin() + static_cast<ptrdiff_t>((win[1] + y) * width + win[0]));
+  return out;
+}
 
 SampleResult processSample(const SampleSource& source, const LoaderOptions& options,
                            const ResizeSpec& resize, uint64_t epoch, uint64_t position,
@@ -116,13 +163,14 @@ SampleResult processSample(const SampleSource& source, const LoaderOptions& opti
 
   Targets& t = result.targets;
   t.boxes.reserve(4 * kept.size());
-  if (options.load_masks) t.masks.resize(kept.size() * h * w);
-  size_t n = 0;
+  std::vector<uint8_t> whole;  // one instance's mask at the image's size, then cropped
+  if (options.load_masks) whole.resize(h * w);
   for (const Kept& k : kept) {
     if (options.load_masks) {
       try {
         const cv::Mat mask = decodeMask(source.mask(*k.annotation));
-        resizeMask(mask, size.height, size.width, flip, t.masks.data() + n * h * w);
+        resizeMask(mask, size.height, size.width, flip, whole.data());
+        appendCrop(whole.data(), size.height, size.width, t);
       } catch (const std::bad_alloc&) {
         throw;
       } catch (const std::exception& e) {
@@ -135,9 +183,7 @@ SampleResult processSample(const SampleSource& source, const LoaderOptions& opti
     t.labels.push_back(k.annotation->label);
     t.iscrowd.push_back(k.annotation->iscrowd ? 1 : 0);
     t.annotation_ids.push_back(k.annotation->id);
-    ++n;
   }
-  if (options.load_masks) t.masks.resize(n * h * w);
   result.ok = true;
   return result;
 }

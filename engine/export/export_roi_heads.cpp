@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "engine/export/export_stages.h"
+#include "engine/ops/nms.h"
 
 namespace mrcnn::exporter {
 namespace {
@@ -95,8 +96,18 @@ DetectionValues emitRoIHeads(GraphBuilder& g, const ModuleIndex& modules,
   };
   Value boxes =
       g.reshape(without_background(emitClip(g, decoded, input.height, input.width)), {-1, 4});
-  Value scores =
-      g.reshape(without_background(g.op("Softmax", {class_logits}, {{"axis", -1}})), {-1});
+  const Value probabilities = g.op("Softmax", {class_logits}, {{"axis", -1}});
+  Value scores = g.reshape(without_background(probabilities), {-1});
+  // NMS by probability, near-certain ones by their logit's margin over the next class, as the
+  // engine's box head (ops::kNmsScoreCap).
+  const Value best_two =
+      g.node("TopK", {class_logits, g.ints({2})}, 2, {{"axis", -1}, {"largest", 1}, {"sorted", 1}})[0];
+  const Value margin = g.op("Sub", {class_logits, g.take(best_two, {1}, -1)});
+  Value keys = g.reshape(
+      without_background(g.op(
+          "Where", {g.op("GreaterOrEqual", {probabilities, g.floatScalar(ops::kNmsScoreCap)}),
+                    margin, probabilities})),
+      {-1});
   const Value class_ids = g.unsqueeze(
       g.op("Range", {g.int64Scalar(1), g.int64Scalar(num_classes), g.int64Scalar(1)}), {0});
   Value labels = g.reshape(
@@ -106,6 +117,7 @@ DetectionValues emitRoIHeads(GraphBuilder& g, const ModuleIndex& modules,
   const auto keep = [&](const Value& rows) {
     boxes = g.op("Gather", {boxes, rows}, {{"axis", 0}});
     scores = g.op("Gather", {scores, rows}, {{"axis", 0}});
+    keys = g.op("Gather", {keys, rows}, {{"axis", 0}});
     labels = g.op("Gather", {labels, rows}, {{"axis", 0}});
   };
   keep(g.where(g.op("Greater", {scores, g.floatScalar(static_cast<float>(o.score_thresh))})));
@@ -114,7 +126,7 @@ DetectionValues emitRoIHeads(GraphBuilder& g, const ModuleIndex& modules,
   const Value min_size = g.floatScalar(1e-2f);
   keep(g.where(g.op(
       "And", {g.op("GreaterOrEqual", {bw, min_size}), g.op("GreaterOrEqual", {bh, min_size})})));
-  keep(emitBatchedNms(g, boxes, scores,
+  keep(emitBatchedNms(g, boxes, keys,
                       g.op("Cast", {labels}, {{"to", static_cast<int64_t>(Element::kFloat)}}),
                       o.nms_thresh, o.detections_per_image));
 

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "engine/export/export_stages.h"
+#include "engine/ops/nms.h"
 
 namespace mrcnn::exporter {
 namespace {
@@ -75,7 +76,7 @@ Value emitProposals(GraphBuilder& g, const ModuleIndex& modules,
     convs.push_back(node("conv." + std::to_string(i) + ".0"));
   const ConvNode cls_logits = node("cls_logits"), bbox_pred = node("bbox_pred");
 
-  std::vector<Value> boxes, scores, levels;
+  std::vector<Value> boxes, scores, top_logits, levels;
   for (size_t l = 0; l < features.size(); ++l) {
     g.setScope("rpn/level" + std::to_string(l));
     Value t = features[l];
@@ -101,6 +102,7 @@ Value emitProposals(GraphBuilder& g, const ModuleIndex& modules,
     const Value picked_anchors = g.op("Gather", {anchors, top[1]}, {{"axis", 0}});
     boxes.push_back(emitDecode(g, picked_anchors, picked_deltas, {1.0f, 1.0f, 1.0f, 1.0f}));
     scores.push_back(g.op("Sigmoid", {top[0]}));
+    top_logits.push_back(top[0]);
     levels.push_back(g.op("ConstantOfShape", {g.op("Shape", {top[0]})},
                           {{"value", at::full({1}, static_cast<float>(l))}}));
   }
@@ -108,6 +110,9 @@ Value emitProposals(GraphBuilder& g, const ModuleIndex& modules,
   g.setScope("rpn/proposals");
   Value b = emitClip(g, g.op("Concat", boxes, {{"axis", 0}}), input.height, input.width);
   Value s = g.op("Concat", scores, {{"axis", 0}});
+  // NMS by probability, near-certain ones by logit, as the engine's RPN (ops::kNmsScoreCap).
+  Value key = g.op("Where", {g.op("GreaterOrEqual", {s, g.floatScalar(ops::kNmsScoreCap)}),
+                             g.op("Concat", top_logits, {{"axis", 0}}), s});
   Value v = g.op("Concat", levels, {{"axis", 0}});
   const auto [w, h] = emitSides(g, b);
   const Value min_size = g.floatScalar(static_cast<float>(o.min_size));
@@ -116,9 +121,9 @@ Value emitProposals(GraphBuilder& g, const ModuleIndex& modules,
       {g.op("And", {g.op("GreaterOrEqual", {w, min_size}), g.op("GreaterOrEqual", {h, min_size})}),
        g.op("GreaterOrEqual", {s, g.floatScalar(static_cast<float>(o.score_thresh))})}));
   b = g.op("Gather", {b, keep}, {{"axis", 0}});
-  s = g.op("Gather", {s, keep}, {{"axis", 0}});
+  key = g.op("Gather", {key, keep}, {{"axis", 0}});
   v = g.op("Gather", {v, keep}, {{"axis", 0}});
-  const Value kept = emitBatchedNms(g, b, s, v, o.nms_thresh_test, o.post_nms_top_n_test);
+  const Value kept = emitBatchedNms(g, b, key, v, o.nms_thresh_test, o.post_nms_top_n_test);
   return g.op("Gather", {b, kept}, {{"axis", 0}});
 }
 

@@ -86,6 +86,7 @@ RoIHeadsTargets MaskRCNNImpl::roiTargets(const MaskRCNNTargets& targets) const {
   t.boxes = targets.boxes;
   t.labels = targets.labels;
   t.masks = targets.masks;
+  t.mask_crops = targets.mask_crops;
   t.sampled = targets.roi_sampled;
   t.sample_keys = targets.sample_keys;
   // The RoI sampler's draws are a stream of their own, not the RPN's again.

@@ -56,7 +56,10 @@ struct MaskRCNNOptions {
 struct MaskRCNNTargets {
   std::vector<at::Tensor> boxes;
   std::vector<at::Tensor> labels;
+  // Per image, with the mask head: either the whole masks, uint8 [M, H, W], or (masks empty)
+  // each cropped to its pixels' window (the loader's, for images with many objects).
   std::vector<at::Tensor> masks;
+  std::vector<CroppedMasks> mask_crops;
   // For parity with a sample drawn elsewhere (both empty: the samplers draw).
   std::vector<SampledMasks> rpn_sampled;
   std::vector<SampledMasks> roi_sampled;

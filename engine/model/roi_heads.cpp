@@ -175,9 +175,10 @@ RoIHeadsImpl::Sample RoIHeadsImpl::selectTrainingSamples(const std::vector<at::T
   TORCH_CHECK(targets.boxes.size() == num_images && targets.labels.size() == num_images,
               "RoIHeads: ground truth (boxes, labels) for ", targets.boxes.size(), ", ",
               targets.labels.size(), " images in a batch of ", num_images);
-  TORCH_CHECK(!options_.with_masks || targets.masks.size() == num_images,
-              "RoIHeads: ground-truth masks for ", targets.masks.size(), " images in a batch of ",
-              num_images);
+  const bool cropped = targets.masks.empty() && !targets.mask_crops.empty();
+  const size_t mask_images = cropped ? targets.mask_crops.size() : targets.masks.size();
+  TORCH_CHECK(!options_.with_masks || mask_images == num_images, "RoIHeads: ground-truth masks for ",
+              mask_images, " images in a batch of ", num_images);
 
   std::vector<at::Tensor> all_rois, gt_boxes, matched, labels;
   for (size_t i = 0; i < num_images; ++i) {
@@ -196,7 +197,10 @@ RoIHeadsImpl::Sample RoIHeadsImpl::selectTrainingSamples(const std::vector<at::T
                   ": ground-truth labels must be in 1..", options_.num_classes - 1, ", got ", lo,
                   "..", hi);
     }
-    if (options_.with_masks) {
+    if (options_.with_masks && cropped) {
+      TORCH_CHECK(targets.mask_crops[i].size() == b.size(0), "RoIHeads: image ", i, ": ",
+                  targets.mask_crops[i].size(), " cropped ground-truth masks for ", b.size(0), " boxes");
+    } else if (options_.with_masks) {
       const at::Tensor& m = targets.masks[i];
       TORCH_CHECK(m.dim() == 3 && m.size(0) == b.size(0), "RoIHeads: image ", i,
                   ": ground-truth masks must be [", b.size(0), ", H, W], got ", m.sizes());
@@ -272,10 +276,16 @@ std::vector<Detections> RoIHeadsImpl::postprocessDetections(
   const at::Tensor boxes = ops::decode_boxes(regression, at::cat(proposals, 0).to(at::kFloat),
                                              coderWeights(options_.bbox_reg_weights))
                                .reshape({-1, num_classes, 4});
-  const at::Tensor scores = at::softmax(class_logits.to(at::kFloat), -1);
+  const at::Tensor logits = class_logits.to(at::kFloat);
+  const at::Tensor scores = at::softmax(logits, -1);
+  // NMS by probability, near-certain ones by their logit's margin over the next class
+  // (ops::kNmsScoreCap): the same detections in every runtime.
+  const at::Tensor second = std::get<0>(logits.topk(2, -1)).narrow(1, 1, 1);
+  const at::Tensor nms_keys = at::where(scores >= ops::kNmsScoreCap, logits - second, scores);
   const std::vector<int64_t> counts = countsOf(proposals);
   const std::vector<at::Tensor> boxes_per_image = boxes.split_with_sizes(counts, 0);
   const std::vector<at::Tensor> scores_per_image = scores.split_with_sizes(counts, 0);
+  const std::vector<at::Tensor> keys_per_image = nms_keys.split_with_sizes(counts, 0);
   const at::Tensor class_ids =
       at::arange(num_classes, class_logits.options().dtype(at::kLong)).view({1, -1});
 
@@ -285,11 +295,13 @@ std::vector<Detections> RoIHeadsImpl::postprocessDetections(
     // Every class prediction but the background one is a candidate of its own.
     at::Tensor b = clipToImage(boxes_per_image[i], sizes.images[i]).slice(1, 1).reshape({-1, 4});
     at::Tensor s = scores_per_image[i].slice(1, 1).reshape({-1});
+    at::Tensor key = keys_per_image[i].slice(1, 1).reshape({-1});
     at::Tensor l = class_ids.expand({n, num_classes}).slice(1, 1).reshape({-1});
 
     const at::Tensor confident = at::where(s > options_.score_thresh)[0];
     b = b.index_select(0, confident);
     s = s.index_select(0, confident);
+    key = key.index_select(0, confident);
     l = l.index_select(0, confident);
     // torchvision's remove_small_boxes with min_size 1e-2.
     const at::Tensor w = b.select(1, 2) - b.select(1, 0);
@@ -297,9 +309,10 @@ std::vector<Detections> RoIHeadsImpl::postprocessDetections(
     const at::Tensor big = at::where((w >= 1e-2) & (h >= 1e-2))[0];
     b = b.index_select(0, big);
     s = s.index_select(0, big);
+    key = key.index_select(0, big);
     l = l.index_select(0, big);
 
-    at::Tensor keep = ops::batched_nms(b, s, l, options_.nms_thresh);
+    at::Tensor keep = ops::batched_nms(b, key, l, options_.nms_thresh);
     keep = keep.narrow(0, 0, std::min(options_.detections_per_image, keep.size(0)));
     out.push_back(
         Detections{b.index_select(0, keep), s.index_select(0, keep), l.index_select(0, keep), {}});
@@ -334,8 +347,22 @@ RoIHeadsLosses RoIHeadsImpl::trainingLosses(const std::vector<at::Tensor>& maps,
       losses.mask_positives += static_cast<double>(pos.numel());
     }
     const at::Tensor logits = maskLogits(maps, positive_rois, sizes);
-    losses.mask =
-        maskRCNNLoss(logits, positive_rois, targets.masks, targets.labels, positive_matched);
+    if (targets.masks.empty() && !targets.mask_crops.empty()) {
+      // Cropped masks: only the instances the positive RoIs matched are made whole (at most
+      // the positives' count an image, whatever the number of objects).
+      std::vector<at::Tensor> masks, labels;
+      for (size_t i = 0; i < positive_matched.size(); ++i) {
+        auto [used, inverse, counts] = at::_unique2(positive_matched[i], /*sorted=*/true,
+                                                    /*return_inverse=*/true, /*return_counts=*/false);
+        masks.push_back(expandMasks(targets.mask_crops[i], used).to(positive_rois[i].device()));
+        labels.push_back(targets.labels[i].index_select(0, used.to(targets.labels[i].device())));
+        positive_matched[i] = inverse.reshape({-1});
+      }
+      losses.mask = maskRCNNLoss(logits, positive_rois, masks, labels, positive_matched);
+    } else {
+      losses.mask =
+          maskRCNNLoss(logits, positive_rois, targets.masks, targets.labels, positive_matched);
+    }
     losses.mask_weighted = losses.mask * options_.mask_loss_weight;
   }
   return losses;

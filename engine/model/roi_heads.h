@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "engine/model/box_head.h"
+#include "engine/model/cropped_masks.h"
 #include "engine/model/mask_head.h"
 #include "engine/model/matcher.h"
 #include "engine/model/multiscale_roi_align.h"
@@ -111,7 +112,8 @@ RoIHeadsOptions toRoIHeadsOptions(const RoIHeadsSpecFields& spec);
 struct RoIHeadsTargets {
   std::vector<at::Tensor> boxes;
   std::vector<at::Tensor> labels;
-  std::vector<at::Tensor> masks;
+  std::vector<at::Tensor> masks;         // whole masks, or (empty)
+  std::vector<CroppedMasks> mask_crops;  // cropped ones: see MaskRCNNTargets
   std::vector<SampledMasks> sampled;  // empty: the sampler draws
   std::vector<uint64_t> sample_keys;  // per image, optional: see MaskRCNNTargets
 };

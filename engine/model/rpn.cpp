@@ -70,7 +70,8 @@ std::pair<at::Tensor, at::Tensor> RegionProposalNetworkImpl::assignTargets(
     return {at::zeros({anchors.size(0)}, anchors.options().dtype(at::kFloat)),
             at::zeros(anchors.sizes(), anchors.options().dtype(at::kFloat))};
   }
-  const at::Tensor matched = matcher_(ops::box_iou(gt_boxes, anchors));
+  // In blocks of anchors: an image with many objects would need an anchors x objects matrix.
+  const at::Tensor matched = matcher_.matchBoxes(gt_boxes, anchors);
   const at::Tensor matched_gt = gt_boxes.index_select(0, matched.clamp_min(0));
   at::Tensor labels = (matched >= 0).to(at::kFloat);
   labels.masked_fill_(matched == Matcher::kBelowLowThreshold, 0.0);
@@ -134,12 +135,17 @@ void RegionProposalNetworkImpl::selectProposals(const HeadOutput& h, const Image
   }
   const at::Tensor idx = at::cat(top_idx, 1);
   const at::Tensor lvl = at::cat(top_lvl, 1);
-  const at::Tensor prob = at::sigmoid(obj.gather(1, idx));
+  const at::Tensor logit = obj.gather(1, idx);
+  const at::Tensor prob = at::sigmoid(logit);
+  // NMS by probability, near-certain ones by logit (ops::kNmsScoreCap): the same proposals
+  // in every runtime.
+  const at::Tensor nms_key = at::where(prob >= ops::kNmsScoreCap, logit, prob);
   const at::Tensor boxes = h.decoded.gather(1, idx.unsqueeze(2).expand({-1, -1, 4}));
 
   for (int64_t i = 0; i < h.num_images; ++i) {
     at::Tensor b = clipToImage(boxes[i], sizes.images[static_cast<size_t>(i)]);
     at::Tensor s = prob[i];
+    at::Tensor key = nms_key[i];
     at::Tensor v = lvl[i];
     const at::Tensor w = b.select(1, 2) - b.select(1, 0);
     const at::Tensor ht = b.select(1, 3) - b.select(1, 1);
@@ -147,8 +153,9 @@ void RegionProposalNetworkImpl::selectProposals(const HeadOutput& h, const Image
                                           (s >= options_.score_thresh))[0];
     b = b.index_select(0, keep_big);
     s = s.index_select(0, keep_big);
+    key = key.index_select(0, keep_big);
     v = v.index_select(0, keep_big);
-    at::Tensor keep = ops::batched_nms(b, s, v, nms_thresh);
+    at::Tensor keep = ops::batched_nms(b, key, v, nms_thresh);
     keep = keep.narrow(0, 0, std::min(post_n, keep.size(0)));
     boxes_out.push_back(b.index_select(0, keep));
     if (scores_out) scores_out->push_back(s.index_select(0, keep));

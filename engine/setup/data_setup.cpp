@@ -102,17 +102,33 @@ model::MaskRCNNTargets batchTargets(const dataset::Batch& batch, bool with_masks
         at::from_blob(const_cast<float*>(g.boxes.data()), {n, 4}, at::kFloat).clone());
     t.labels.push_back(
         at::from_blob(const_cast<int64_t*>(g.labels.data()), {n}, at::kLong).clone());
-    if (with_masks) {
-      const int64_t h = batch.meta[i].height, w = batch.meta[i].width;
-      if (n == 0 || g.masks.empty()) {
-        t.masks.push_back(at::zeros({n, h, w}, at::kByte));
-      } else {
-        t.masks.push_back(
-            at::from_blob(const_cast<uint8_t*>(g.masks.data()), {n, h, w}, at::kByte).clone());
-      }
-    }
+    if (with_masks) t.mask_crops.push_back(croppedMasks(g, batch.meta[i].height, batch.meta[i].width));
   }
   return t;
+}
+
+model::CroppedMasks croppedMasks(const dataset::Targets& targets, int64_t height, int64_t width) {
+  const auto n = static_cast<int64_t>(targets.size());
+  model::CroppedMasks m;
+  m.height = height;
+  m.width = width;
+  m.windows = at::zeros({n, 4}, at::kLong);
+  m.offsets = at::zeros({n}, at::kLong);
+  // Without the loader's masks (none loaded) every window stays empty: no pixel.
+  if (targets.mask_windows.size() == static_cast<size_t>(4 * n)) {
+    int64_t* win = m.windows.mutable_data_ptr<int64_t>();
+    int64_t* off = m.offsets.mutable_data_ptr<int64_t>();
+    int64_t at_byte = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      for (int k = 0; k < 4; ++k) win[4 * i + k] = targets.mask_windows[static_cast<size_t>(4 * i + k)];
+      off[i] = at_byte;
+      at_byte += win[4 * i + 2] * win[4 * i + 3];
+    }
+  }
+  m.data = at::from_blob(const_cast<uint8_t*>(targets.masks.data()),
+                         {static_cast<int64_t>(targets.masks.size())}, at::kByte)
+               .clone();
+  return m;
 }
 
 }  // namespace mrcnn::engine

@@ -25,7 +25,9 @@ std::shared_ptr<const dataset::SampleSource> sampleSource(const spec::LoadedSpec
 // padded/per-image sizes.
 at::Tensor batchImages(const dataset::Batch& batch);
 model::ImageSizes batchSizes(const dataset::Batch& batch);
-// Per-image ground truth as tensors (copies).
+// Per-image ground truth as tensors (copies); the masks as the loader crops them.
 model::MaskRCNNTargets batchTargets(const dataset::Batch& batch, bool with_masks);
+// One image's loader masks as the model takes them (a copy); height x width: the image's.
+model::CroppedMasks croppedMasks(const dataset::Targets& targets, int64_t height, int64_t width);
 
 }  // namespace mrcnn::engine

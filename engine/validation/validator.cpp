@@ -246,14 +246,9 @@ model::MaskRCNNTargets lossTargets(const dataset::Batch& batch, const std::vecto
                           .index_select(0, index));
     t.labels.push_back(at::from_blob(const_cast<int64_t*>(g.labels.data()), {n}, at::kLong)
                            .index_select(0, index));
-    if (with_masks) {
-      const int64_t h = batch.meta[i].height, w = batch.meta[i].width;
-      t.masks.push_back(
-          g.masks.empty()
-              ? at::zeros({static_cast<int64_t>(keep.size()), h, w}, at::kByte)
-              : at::from_blob(const_cast<uint8_t*>(g.masks.data()), {n, h, w}, at::kByte)
-                    .index_select(0, index));
-    }
+    if (with_masks)
+      t.mask_crops.push_back(
+          model::selectMasks(croppedMasks(g, batch.meta[i].height, batch.meta[i].width), index));
     t.sample_keys.push_back(0x76616C5F6C6F7373ull ^ batch.meta[i].source_index);
   }
   return t;

@@ -86,7 +86,8 @@ inline QString difference(const Batch& a, const Batch& b) {
     const Targets& s = a.targets[i];
     const Targets& t = b.targets[i];
     if (s.boxes != t.boxes || s.labels != t.labels || s.iscrowd != t.iscrowd ||
-        s.masks != t.masks || s.annotation_ids != t.annotation_ids)
+        s.masks != t.masks || s.mask_windows != t.mask_windows ||
+        s.annotation_ids != t.annotation_ids)
       return QString("image %1 (id %2): targets").arg(i).arg(x.image_id);
   }
   if (a.images != b.images) return "pixels";
@@ -103,6 +104,17 @@ inline std::vector<int64_t> imageIds(const std::vector<Batch>& batches) {
 }
 
 // The bounding box [x0, y0, x1, y1) of a 0/1 mask of h x w; all -1 when empty.
+// An image's masks at its size, [N, height, width], from the loader's crops.
+inline std::vector<uint8_t> wholeMasks(const Targets& t, int height, int width) {
+  std::vector<uint8_t> out;
+  out.reserve(t.size() * size_t(height) * size_t(width));
+  for (size_t i = 0; i < t.size(); ++i) {
+    const std::vector<uint8_t> one = t.fullMask(i, height, width);
+    out.insert(out.end(), one.begin(), one.end());
+  }
+  return out;
+}
+
 inline std::array<int, 4> maskExtent(const uint8_t* mask, int h, int w) {
   std::array<int, 4> e{w, h, -1, -1};
   for (int y = 0; y < h; ++y)
@@ -232,4 +244,5 @@ class TestLoader : public QObject {
   void shardsGiveTheSameSamples();
   void repeatFactorsFollowTheRule();  // test_loader_repeats.cpp
   void repeatsResumeExactly();
+  void emptyImagesAreNegativesOrLeftOut();
 };

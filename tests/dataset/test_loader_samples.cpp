@@ -159,9 +159,10 @@ void TestLoader::boxesScaleAndFlipWithTheImage() {
   }
   // Masks, and the image, mirror exactly; a rectangle scaled by 1.5 covers its scaled box.
   const int h = 150, w = 300;
+  const std::vector<uint8_t> p_masks = wholeMasks(p, h, w), f_masks = wholeMasks(f, h, w);
   for (size_t i = 0; i < 3; ++i) {
-    const uint8_t* pm = p.masks.data() + i * size_t(h * w);
-    const uint8_t* fm = f.masks.data() + i * size_t(h * w);
+    const uint8_t* pm = p_masks.data() + i * size_t(h * w);
+    const uint8_t* fm = f_masks.data() + i * size_t(h * w);
     for (int y = 0; y < h; ++y)
       for (int x = 0; x < w; ++x)
         QCOMPARE(fm[y * w + x], pm[y * w + (w - 1 - x)]);
@@ -211,19 +212,22 @@ void TestLoader::flippedRealSamplesMirror() {
       if (!m.flipped) {
         QCOMPARE(ft.boxes, pt.boxes);
         QCOMPARE(ft.masks, pt.masks);
+        QCOMPARE(ft.mask_windows, pt.mask_windows);
         continue;
       }
       ++mirrored;
       const auto w = float(m.width);
       const size_t plane = size_t(m.height) * size_t(m.width);
+      const std::vector<uint8_t> f_masks = wholeMasks(ft, m.height, m.width);
+      const std::vector<uint8_t> p_masks = wholeMasks(pt, m.height, m.width);
       for (size_t n = 0; n < ft.size(); ++n) {
         QCOMPARE(ft.boxes[4 * n], w - pt.boxes[4 * n + 2]);
         QCOMPARE(ft.boxes[4 * n + 2], w - pt.boxes[4 * n]);
         QCOMPARE(ft.boxes[4 * n + 1], pt.boxes[4 * n + 1]);
         for (int y = 0; y < m.height; y += 7)
           for (int x = 0; x < m.width; ++x)
-            QCOMPARE(ft.masks[n * plane + size_t(y * m.width + x)],
-                     pt.masks[n * plane + size_t(y * m.width + m.width - 1 - x)]);
+            QCOMPARE(f_masks[n * plane + size_t(y * m.width + x)],
+                     p_masks[n * plane + size_t(y * m.width + m.width - 1 - x)]);
       }
       const auto bh = size_t(a[k].height), bw = size_t(a[k].width);
       for (size_t c = 0; c < 3; ++c)
@@ -252,9 +256,14 @@ void TestLoader::masksAlignWithBoxes() {
         flipped += m.flipped;
         const Targets& t = batch.targets[i];
         const size_t plane = size_t(m.height) * size_t(m.width);
-        QCOMPARE(t.masks.size(), t.size() * plane);
+        const std::vector<uint8_t> masks = wholeMasks(t, m.height, m.width);
+        QCOMPARE(t.mask_windows.size(), 4 * t.size());
         for (size_t n = 0; n < t.size(); ++n) {
-          const auto e = maskExtent(t.masks.data() + n * plane, m.height, m.width);
+          const auto e = maskExtent(masks.data() + n * plane, m.height, m.width);
+          // The crop is exactly the mask's extent.
+          const int32_t* win = t.mask_windows.data() + 4 * n;
+          if (e[0] >= 0)
+            QVERIFY(win[0] == e[0] && win[1] == e[1] && win[0] + win[2] == e[2] && win[1] + win[3] == e[3]);
           if (e[0] < 0) continue;  // too thin to survive the threshold
           for (size_t k = 0; k < 4; ++k)
             QVERIFY2(std::abs(float(e[k]) - t.boxes[4 * n + k]) <= 1.0f,
@@ -549,6 +558,8 @@ void TestLoader::shardsGiveTheSameSamples() {
       const Targets& x = a[k].targets[i];
       const Targets& y = b[k].targets[i];
       const size_t plane = size_t(a[k].meta[i].height) * size_t(a[k].meta[i].width);
+      const std::vector<uint8_t> x_masks = wholeMasks(x, a[k].meta[i].height, a[k].meta[i].width);
+      const std::vector<uint8_t> y_masks = wholeMasks(y, a[k].meta[i].height, a[k].meta[i].width);
       size_t n = 0;
       for (size_t m = 0; m < x.size(); ++m) {
         if (n == y.size() || y.annotation_ids[n] != x.annotation_ids[m]) {
@@ -560,9 +571,9 @@ void TestLoader::shardsGiveTheSameSamples() {
                            y.boxes.begin() + ptrdiff_t(4 * n)));
         QCOMPARE(y.labels[n], x.labels[m]);
         QCOMPARE(y.iscrowd[n], x.iscrowd[m]);
-        QVERIFY(std::equal(x.masks.begin() + ptrdiff_t(m * plane),
-                           x.masks.begin() + ptrdiff_t((m + 1) * plane),
-                           y.masks.begin() + ptrdiff_t(n * plane)));
+        QVERIFY(std::equal(x_masks.begin() + ptrdiff_t(m * plane),
+                           x_masks.begin() + ptrdiff_t((m + 1) * plane),
+                           y_masks.begin() + ptrdiff_t(n * plane)));
         ++n;
         ++compared;
       }

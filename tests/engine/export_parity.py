@@ -13,7 +13,10 @@ product never runs Python.
         OUT_DIR/model.pt: the seeded random, confident torchvision Mask R-CNN of
         mask_rcnn_parity.py (confident: many detections to compare); OUT_DIR/images: two real
         photos of tinycoco (landscape and portrait) as PNG (decoders cannot differ) and one
-        seeded random-noise image.
+        seeded random-noise image; OUT_DIR/model_saturated.pt: the same model with its RPN
+        and class logits scaled up until many probabilities round to exactly 1.0 in float32
+        (the tie case: each runtime's sigmoid and softmax round to 1 from another logit), with
+        the share of saturated objectness among each photo's best anchors in the JSON line.
     export_parity.py results A.json B.json
         Two results files of the inference task (two backends) matched with each other.
 
@@ -60,7 +63,31 @@ def make(out_dir):
         Image.open(path).convert("RGB").save(os.path.join(images, name))
     noise = np.random.default_rng(7).integers(0, 256, size=(300, 200, 3), dtype=np.uint8)
     Image.fromarray(noise).save(os.path.join(images, "noise.png"))
-    print(json.dumps({"model": "model.pt", "images": sorted(os.listdir(images))}))
+    saturated = saturate(model, [os.path.join(images, f) for f in sorted(os.listdir(images))])
+    torch.save(model.state_dict(), os.path.join(out_dir, "model_saturated.pt"))
+    print(json.dumps({"model": "model.pt", "images": sorted(os.listdir(images)),
+                      "saturated_model": "model_saturated.pt", "saturated_objectness": saturated}))
+
+
+def saturate(model, paths):
+    """Scales the RPN's objectness and the box head's class logits; returns, per image, how
+    many of its 1000 most confident anchors (over all levels) have a sigmoid of exactly 1.0."""
+    with torch.no_grad():
+        for layer in (model.rpn.head.cls_logits, model.roi_heads.box_predictor.cls_score):
+            layer.weight.mul_(10.0)
+            layer.bias.mul_(10.0)
+    logits = []
+    hook = model.rpn.head.register_forward_hook(lambda m, i, o: logits.append(o[0]))
+    model.eval()
+    counts = []
+    with torch.no_grad():
+        for path in paths:
+            logits.clear()
+            model([torch.from_numpy(rgb01(path))])
+            flat = torch.cat([level.flatten() for level in logits[0]])
+            counts.append(int((torch.sigmoid(flat.topk(min(1000, flat.numel())).values) == 1.0).sum()))
+    hook.remove()
+    return counts
 
 
 def rgb01(path):

@@ -22,10 +22,12 @@
 #include "engine/model/rpn.h"
 #include "engine/model/rpn_head.h"
 #include "engine/model/sampler.h"
+#include "engine/ops/box_iou.h"
 #include "tests/common/reference_script.h"
 #include "tests/engine/parity_file.h"
 
 namespace model = mrcnn::model;
+namespace ops = mrcnn::ops;
 
 namespace {
 
@@ -329,6 +331,34 @@ class TestRpn : public QObject {
     const model::Matcher without(model::MatcherOptions{0.7, 0.3, false});
     QVERIFY(torch::equal(without(q), torch::tensor({-1, -1, -2, 1}, at::kLong)));
     QVERIFY_THROWS_EXCEPTION(c10::Error, with(torch::zeros({0, 4})));
+  }
+
+  // An image with many objects: the IoU matrix is taken a block of anchors at a time, with the
+  // same matches as the whole matrix, bit for bit (random boxes on a coarse grid, so that
+  // many IoUs tie, and blocks that do not divide the anchors), both with low-quality matches
+  // and without.
+  void blockwiseMatchingEqualsTheWholeMatrix() {
+    at::manual_seed(11);
+    const auto boxes = [](int64_t n) {
+      const at::Tensor xy = at::randint(0, 20, {n, 2}).to(at::kFloat) * 8;
+      const at::Tensor wh = at::randint(1, 6, {n, 2}).to(at::kFloat) * 8;
+      return at::cat({xy, xy + wh}, 1);
+    };
+    for (const int64_t objects : {1, 7, 300}) {
+      const at::Tensor gt = boxes(objects), anchors = boxes(5003);
+      for (const bool low_quality : {true, false}) {
+        const model::Matcher matcher(model::MatcherOptions{0.7, 0.3, low_quality});
+        const at::Tensor whole = matcher(ops::box_iou(gt, anchors));
+        for (const int64_t block : {int64_t{1}, objects * 97, objects * 5003, int64_t{1} << 23}) {
+          const at::Tensor blocks = matcher.matchBoxes(gt, anchors, block);
+          QVERIFY2(torch::equal(blocks, whole),
+                   qPrintable(QString("%1 objects, low quality %2, block %3: %4 matches differ")
+                                  .arg(objects).arg(low_quality).arg(block)
+                                  .arg((blocks != whole).sum().item<int64_t>())));
+        }
+        if (low_quality) QVERIFY((whole >= 0).sum().item<int64_t>() >= std::min<int64_t>(objects, 5));
+      }
+    }
   }
 
   void samplerCountsAndSeeds() {
