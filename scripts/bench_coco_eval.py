@@ -3,6 +3,7 @@
 faster-coco-eval, on a generated case the size of COCO val2017, in the same run.
 
     .venv/bin/python scripts/bench_coco_eval.py [--build build] [--images 5000] [--threads N]
+        [--write]
 
 The case (cached under <build>/bench-data/coco_eval_<images>/): 5,000 images of 640x480,
 ~36k ground-truth instances over COCO's 80 category ids (polygons, ~1% crowd regions in
@@ -10,21 +11,25 @@ uncompressed RLE), and 100 detections an image with compressed-RLE masks and box
 copies of the ground truth and false positives). Each tool loads the two files and runs
 bbox and segm evaluation; the stats must agree. A third row evaluates bbox on the same
 detections without their masks (dt_boxes.json: what any box detector writes), whose loading
-must not cost more than the file with masks. Prints a table; run it by hand and copy the
-table to docs/BENCHMARKS.md with the machine and date.
+must not cost more than the file with masks. Prints the table; with --write it replaces the
+"### Last result" subsection of docs/BENCHMARKS.md ("## COCO evaluation") with this run's
+machine, date and table ($MRCNN_BENCHMARKS_MD names another file to write instead).
 """
 import argparse
-import contextlib
-import io
+import importlib.metadata
 import json
 import os
+import platform
 import re
 import subprocess
 import sys
 import time
 
 import numpy as np
+from bench_doc import load_average, machine_line, write_last_result
 from pycocotools import mask as mask_utils
+
+SECTION = "## COCO evaluation"
 
 COCO_IDS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24,
             25, 27, 28, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 46, 47, 48, 49,
@@ -144,6 +149,8 @@ def main():
     parser.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "build"))
     parser.add_argument("--images", type=int, default=5000)
     parser.add_argument("--threads", type=int, default=0, help="threads for ours (0: all cores)")
+    parser.add_argument("--write", action="store_true",
+                        help="rewrite the last result in docs/BENCHMARKS.md")
     args = parser.parse_args()
     engine = os.path.join(args.build, "bin", "mrcnn-engine")
     directory = os.path.join(args.build, "bench-data", f"coco_eval_{args.images}")
@@ -157,6 +164,7 @@ def main():
     if not os.path.exists(boxes_path):
         with open(boxes_path, "w") as f:
             json.dump([{k: v for k, v in d.items() if k != "segmentation"} for d in json.load(open(dt_path))], f)
+    load_before = load_average()
     rows = []
     for label, iou_type, dt in (("bbox", "bbox", dt_path), ("segm", "segm", dt_path),
                                 ("bbox, boxes only", "bbox", boxes_path)):
@@ -169,11 +177,21 @@ def main():
         for name, (load, ev, stats) in results.items():
             diff = max(abs(a - b) for a, b in zip(stats, ref[2]))
             rows.append((label, name, load, ev, load + ev, ref[1] / ev, (ref[0] + ref[1]) / (load + ev), diff))
-    print(f"{'type':16} {'tool':17} {'load s':>8} {'eval s':>8} {'total s':>8} {'eval x':>7} {'total x':>8} {'max |stat diff|':>16}")
-    for r in rows:
-        print(f"{r[0]:16} {r[1]:17} {r[2]:8.2f} {r[3]:8.2f} {r[4]:8.2f} {r[5]:7.1f} {r[6]:8.1f} {r[7]:16.3g}")
-    print("x: pycocotools' time divided by the tool's (higher is faster); stat diff against pycocotools")
-
+    table = ["| type | tool | load s | eval s | total s | eval × | total × | max \\|stat diff\\| |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    table += [f"| {r[0]} | {r[1]} | {r[2]:.2f} | {r[3]:.2f} | {r[4]:.2f} | {r[5]:.1f} | {r[6]:.1f} | {r[7]:.3g} |"
+              for r in rows]
+    threads = args.threads or os.cpu_count()
+    header = (f"{machine_line(load_before)}; pycocotools {importlib.metadata.version('pycocotools')}, "
+              f"faster-coco-eval {importlib.metadata.version('faster-coco-eval')}, Python "
+              f"{platform.python_version()}; {len(gt['images']):,} images, {len(gt['annotations']):,} "
+              f"ground truths, {n_dt:,} detections; {threads} thread{'s' if threads > 1 else ''} for ours:")
+    print(header)
+    print("\n".join(table))
+    print("×: pycocotools' time divided by the tool's (higher is faster); stat diff against pycocotools")
+    if args.write:
+        write_last_result(SECTION, header + "\n\n" + "\n".join(table))
+        print(f"docs/BENCHMARKS.md: {SECTION[3:]} / Last result rewritten")
 
 if __name__ == "__main__":
     main()

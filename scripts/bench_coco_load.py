@@ -7,13 +7,18 @@ realistic spread of vertex counts, some in several parts), the 80 categories wit
 non-contiguous ids, the official file's formatting; about 448 MiB. Then times, each in a fresh
 process: pycocotools' COCO(path) (wall time of the call, peak RSS of the process) and
 bench_coco_load (our loader, 1 thread and all threads; best of --repeat), and prints a table
-with the ratios. Writes nothing but the cached file.
+with the ratios. Writes nothing but the cached file, and with --write the "### Last result"
+subsection of docs/BENCHMARKS.md ("## COCO json loading"): this run's machine, date and table
+($MRCNN_BENCHMARKS_MD names another file to write instead).
 
 Usage: scripts/bench_coco_load.py [--exe build-coco/bin/bench_coco_load] [--cache-dir DIR]
+       [--repeat 3] [--write]
 Run with the project's Python (.venv/bin/python): it needs numpy and pycocotools.
 """
 import argparse
+import importlib.metadata
 import os
+import platform
 import re
 import subprocess
 import sys
@@ -21,6 +26,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from bench_doc import load_average, machine_line, memory_gib, write_last_result
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERATOR_VERSION = 1
@@ -31,6 +37,8 @@ CROWD_SHARE = 0.01
 COCO_CATEGORY_IDS = [i for i in range(1, 91) if i not in (12, 26, 29, 30, 45, 66, 68, 69, 71, 83)]
 IMAGE_SHAPES = [(480, 640), (427, 640), (640, 480), (640, 427), (424, 640), (612, 612),
                 (500, 375), (375, 500), (360, 640), (640, 640)]
+
+SECTION = "## COCO json loading"
 
 PYCOCOTOOLS = r"""
 import resource, sys, time
@@ -178,6 +186,8 @@ def main():
     parser.add_argument("--cache-dir", default="/tmp/mrcnn-bench-coco")
     parser.add_argument("--seed", type=int, default=2017)
     parser.add_argument("--repeat", type=int, default=3, help="runs of our loader (best is kept)")
+    parser.add_argument("--write", action="store_true",
+                        help="rewrite the last result in docs/BENCHMARKS.md")
     args = parser.parse_args()
 
     exe = find_exe(args.exe)
@@ -193,27 +203,36 @@ def main():
         while f.read(1 << 24):
             pass
 
+    load_before = load_average()
     rows = []
     seconds, rss, info = run([sys.executable, "-c", PYCOCOTOOLS, str(path)])
-    rows.append(("pycocotools COCO()", seconds, rss))
+    rows.append(("pycocotools `COCO()`", seconds, rss))
     threads = os.cpu_count() or 1
     for t in sorted({1, threads}):
         best = min((run([str(exe), str(path), str(t)]) for _ in range(args.repeat)),
                    key=lambda r: r[0])
         if best[2]["annotations"] != info["annotations"] or best[2]["images"] != info["images"]:
             sys.exit(f"loaders disagree: ours {best[2]}, pycocotools {info}")
-        rows.append((f"loadCoco, {t} thread{'s' if t > 1 else ''}", best[0], best[1]))
+        rows.append((f"`loadCoco`, {t} thread{'s' if t > 1 else ''}", best[0], best[1]))
 
-    print(f"file: {path} ({size / 2**20:.0f} MiB, {info['images']} images, "
-          f"{info['annotations']} annotations)")
-    print(f"{'loader':<24} {'time (s)':>9} {'peak RSS (MiB)':>15} {'RSS / file':>11} "
-          f"{'speed-up':>9} {'RSS vs pycocotools':>19}")
     base_time, base_rss = rows[0][1], rows[0][2]
+    table = ["| loader | time (s) | peak RSS (MiB) | RSS / file | speed-up | RSS vs pycocotools |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
     for name, seconds, rss in rows:
-        print(f"{name:<24} {seconds:>9.2f} {rss / 2**20:>15.0f} {rss / size:>10.2f}x "
-              f"{base_time / seconds:>8.1f}x {rss / base_rss:>18.2f}x")
+        table.append(f"| {name} | {seconds:.2f} | {rss / 2**20:.0f} | {rss / size:.2f}× | "
+                     f"{base_time / seconds:.1f}× | {rss / base_rss:.2f}× |")
+    memory = memory_gib()
+    header = (f"{machine_line(load_before)}{f', {memory:.0f} GiB' if memory else ''}; "
+              f"pycocotools {importlib.metadata.version('pycocotools')}, Python "
+              f"{platform.python_version()}; file `{path.name}`: {size:,} bytes "
+              f"({size / 2**20:.0f} MiB, {int(info['images']):,} images, "
+              f"{int(info['annotations']):,} annotations); ours best of {args.repeat}:")
+    print(header)
+    print("\n".join(table))
     print("target: speed-up >= 8x, peak RSS <= 2x the file")
-
+    if args.write:
+        write_last_result(SECTION, header + "\n\n" + "\n".join(table))
+        print(f"docs/BENCHMARKS.md: {SECTION[3:]} / Last result rewritten")
 
 if __name__ == "__main__":
     main()

@@ -1,12 +1,27 @@
 """What the benchmark scripts share: the machine's description, waiting for a quiet machine,
-and replacing one section (or one machine's subsection) of docs/BENCHMARKS.md."""
+and replacing one section (or one machine's subsection) of docs/BENCHMARKS.md.
+
+MRCNN_BENCHMARKS_MD names another file to write instead of docs/BENCHMARKS.md: a copy, to try
+a script's --write without touching the real document."""
 import contextlib
 import os
+import re
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = ROOT / "docs/BENCHMARKS.md"
+LAST_RESULT = "### Last result"
+# The heading given to a section's hand-written results and notes when a "### Last result"
+# subsection is first put in front of them, so that later rewrites leave them alone.
+EARLIER = "### Earlier results and notes"
+# A section's first hand-written result: a paragraph that begins "Last result" or with a date.
+FIRST_RESULT = r"(?:Last result|\d{4}-\d\d-\d\d)"
+
+
+def benchmarks_path():
+    """The document --write rewrites: $MRCNN_BENCHMARKS_MD, else docs/BENCHMARKS.md."""
+    return Path(os.environ.get("MRCNN_BENCHMARKS_MD") or BENCHMARKS)
 
 
 def load_average():
@@ -51,42 +66,93 @@ def memory_gib():
     return None
 
 
-def replace_section(title, text, path=BENCHMARKS):
+def machine_line(load_before):
+    """The start of a result's header line: when (UTC), on what, how busy the machine was."""
+    return (f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores "
+            f"(`{cpu_name()}`, {cpu_features()}), load average {load_before:.1f} before the run")
+
+
+def _heading(doc, heading, start=0, end=None):
+    """Where the line `heading` starts in doc[start:end] (a whole line, not a longer heading
+    that ends with it), or -1."""
+    end = len(doc) if end is None else end
+    found = re.compile("^" + re.escape(heading) + "$", re.M).search(doc, start, end)
+    return found.start() if found else -1
+
+
+def _section(doc, title):
+    """(start, end) of the section `title`: from its heading to the next "## " heading (the
+    end just after the blank line before it), or None."""
+    start = _heading(doc, title)
+    if start < 0:
+        return None
+    nxt = re.compile(r"^## ", re.M).search(doc, start + len(title))
+    return start, (nxt.start() if nxt else len(doc))
+
+
+def _write(path, doc):
+    path.write_text(doc.rstrip("\n") + "\n")
+
+
+def replace_section(title, text, path=None):
     """Replaces the section that starts with the heading `title` (up to the next "## "
     heading) by `text`, or appends `text` when there is no such section."""
+    path = path or benchmarks_path()
     doc = path.read_text()
-    start = doc.find(title + "\n")
-    if start < 0:
+    found = _section(doc, title)
+    if found is None:
         doc = doc.rstrip("\n") + "\n\n" + text
     else:
-        end = doc.find("\n## ", start + len(title))
-        doc = doc[:start] + text.rstrip("\n") + ("\n\n" + doc[end + 1:] if end >= 0 else "")
-    path.write_text(doc if doc.endswith("\n") else doc + "\n")
+        start, end = found
+        doc = doc[:start] + text.rstrip("\n") + ("\n\n" + doc[end:] if end < len(doc) else "")
+    _write(path, doc)
 
 
-def replace_subsection(title, heading, text, path=BENCHMARKS):
+def replace_subsection(title, heading, text, path=None):
     """Replaces, inside the section `title`, the subsection whose "### " heading is `heading`
     (up to the next "### " or "## " heading) by `text`, or adds `text` at the end of the
     section; a missing section is appended with `text` as its only subsection. Lets one
     machine's table be rewritten without touching another machine's."""
+    path = path or benchmarks_path()
     doc = path.read_text()
-    start = doc.find(title + "\n")
-    if start < 0:
+    found = _section(doc, title)
+    if found is None:
         replace_section(title, title + "\n\n" + text, path)
         return
-    end = doc.find("\n## ", start + len(title))
-    end = len(doc) if end < 0 else end + 1
+    start, end = found
     section = doc[start:end]
-    sub = section.find(heading + "\n")
+    sub = _heading(section, heading)
     if sub < 0:
         section = section.rstrip("\n") + "\n\n" + text.rstrip("\n") + "\n\n"
     else:
-        stop = len(section)
-        for marker in ("\n### ", "\n## "):
-            found = section.find(marker, sub + len(heading))
-            if found >= 0:
-                stop = min(stop, found + 1)
-        rest = section[stop:]
+        nxt = re.compile(r"^###? ", re.M).search(section, sub + len(heading))
+        rest = section[nxt.start():] if nxt else ""
         section = section[:sub] + text.rstrip("\n") + "\n\n" + rest
     doc = doc[:start] + section.rstrip("\n") + ("\n\n" + doc[end:] if end < len(doc) else "")
-    path.write_text(doc if doc.endswith("\n") else doc + "\n")
+    _write(path, doc)
+
+
+def write_last_result(title, block, path=None):
+    """Rewrites the "### Last result" subsection of the section `title` with `block` (the
+    run's header line and table). The first time, when the section has none, the subsection
+    goes in front of the section's first hand-written result (a paragraph that starts with
+    "Last result" or a date), and that paragraph and everything after it in the section get
+    the heading "### Earlier results and notes": every later rewrite then replaces only the
+    generated subsection, and no hand-written line is lost. Without such a paragraph the
+    subsection is added at the end of the section."""
+    path = path or benchmarks_path()
+    text = LAST_RESULT + "\n\n" + block.strip("\n") + "\n"
+    doc = path.read_text()
+    found = _section(doc, title)
+    if found is not None:
+        start, end = found
+        section = doc[start:end]
+        if _heading(section, LAST_RESULT) < 0:
+            # The first hand-written result, if it comes before any subsection.
+            first = re.compile(r"(?<=\n\n)" + FIRST_RESULT).search(section)
+            sub = re.compile(r"^###? ", re.M).search(section, len(title))
+            if first and (sub is None or first.start() < sub.start()):
+                at = start + first.start()
+                _write(path, doc[:at] + text + "\n" + EARLIER + "\n\n" + doc[at:])
+                return
+    replace_subsection(title, LAST_RESULT, text, path)

@@ -5,7 +5,7 @@ weights: torchvision eager fp32 and bf16 autocast, ONNX Runtime on our model.onn
 and bf16 autocast, OpenVINO f32 and bf16; bench_backends, C++).
 
     .venv/bin/python scripts/bench_export.py [--build build] [--images 4] [--warmup 1]
-        [--iters 3] [--threads 2] [--out DIR]
+        [--iters 3] [--threads 2] [--out DIR] [--write]
 
 Build first: ninja -C <build> mrcnn-engine bench_backends.
 
@@ -26,11 +26,15 @@ What is timed, per image, median over --iters rounds of every photo after --warm
 Agreement: against torchvision fp32, the share of its detections matched by one of the same
 category with box IoU >= 0.9, and the largest score difference among those.
 
-Writes OUT/results.json (default <build>/bench-data/export) and prints a markdown table.
+Writes OUT/results.json (default <build>/bench-data/export) and prints a markdown table; with
+--write, the "### Last result" subsection of docs/BENCHMARKS.md ("## Export: CPU inference of
+the exported model vs the peers") becomes this run's machine, date and table
+($MRCNN_BENCHMARKS_MD names another file to write instead).
 """
 
 import argparse
 import glob
+import importlib.metadata
 import json
 import os
 import statistics
@@ -45,19 +49,10 @@ from PIL import Image
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "engine"))
 import mask_rcnn_parity  # noqa: E402
+from bench_doc import cpu_features, cpu_name, load_average, machine_line, write_last_result  # noqa: E402
 from export_parity import iou  # noqa: E402
 
-
-def cpu_line():
-    model, flags = "?", set()
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name") and model == "?":
-                model = line.split(":", 1)[1].strip()
-            if line.startswith("flags"):
-                flags = set(line.split(":", 1)[1].split())
-    marks = [f for f in ("avx512f", "avx512_bf16", "amx_bf16", "amx_tile") if f in flags]
-    return f"{model} ({os.cpu_count()} cores; {', '.join(marks) or 'no AVX-512'})"
+SECTION = "## Export: CPU inference of the exported model vs the peers"
 
 
 def prepare(out, n):
@@ -170,6 +165,8 @@ def main():
     parser.add_argument("--iters", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out")
+    parser.add_argument("--write", action="store_true",
+                        help="rewrite the last result in docs/BENCHMARKS.md")
     opts = parser.parse_args()
     out = opts.out or os.path.join(opts.build, "bench-data", "export")
     os.makedirs(out, exist_ok=True)
@@ -184,13 +181,14 @@ def main():
                    stdout=subprocess.DEVNULL)
     onnx = os.path.join(export_dir, "model.onnx")
 
+    load_before = load_average()
     rows, outputs = [], {}
     for name, make in [
         ("torchvision eager fp32", lambda: (torchvision_runner(weights, False), "")),
-        ("torchvision eager bf16", lambda: (torchvision_runner(weights, True), "")),
+        ("torchvision eager bf16 (autocast)", lambda: (torchvision_runner(weights, True), "")),
         ("ONNX Runtime on our ONNX (fp32)", lambda: onnxruntime_runner(onnx, opts.threads)),
-        ("OpenVINO (Python) f32 on our ONNX", lambda: openvino_runner(onnx, False)),
-        ("OpenVINO (Python) bf16 on our ONNX", lambda: openvino_runner(onnx, True)),
+        ("OpenVINO (Python API) f32 on our ONNX", lambda: openvino_runner(onnx, False)),
+        ("OpenVINO (Python API) bf16 on our ONNX", lambda: openvino_runner(onnx, True)),
     ]:
         run, version = make()
         ms, last = timed(run, paths, opts.warmup, opts.iters)
@@ -205,7 +203,7 @@ def main():
          str(opts.iters), "--out", out], check=True, capture_output=True, text=True).stdout
     decode_ms = None
     labels = {"ours_libtorch_fp32": "workbench LibTorch fp32",
-              "ours_libtorch_bf16": "workbench LibTorch bf16",
+              "ours_libtorch_bf16": "workbench LibTorch bf16 (autocast)",
               "ours_openvino_f32": "workbench OpenVINO f32",
               "ours_openvino_bf16": "workbench OpenVINO bf16"}
     for line in ours.splitlines():
@@ -220,18 +218,27 @@ def main():
 
     reference = outputs["torchvision eager fp32"]
     base = rows[0]["median_ms"]
-    print(f"\n{cpu_line()}; torch {torch.__version__}; {len(paths)} photos 640x480 "
-          f"(800x1088 padded); {opts.threads} threads; decoding a PNG {decode_ms:.1f} ms\n")
-    print("| path | median ms / image | vs torchvision fp32 | agreement (IoU >= 0.9) | max score diff |")
-    print("| --- | ---: | ---: | ---: | ---: |")
+    table = ["| path | median ms / image | vs torchvision fp32 | agreement (IoU >= 0.9) | max score diff |",
+             "| --- | ---: | ---: | ---: | ---: |"]
     for r in rows:
         share, worst = agreement(outputs[r["name"]], reference)
         r.update(speedup=base / r["median_ms"], agreement=share, max_score_diff=worst)
-        print(f"| {r['name']} | {r['median_ms']:.0f} | {r['speedup']:.2f}x | {share:.3f} | "
-              f"{worst:.4f} |")
-    json.dump({"cpu": cpu_line(), "torch": torch.__version__, "rows": rows,
-               "decode_ms": decode_ms}, open(os.path.join(out, "results.json"), "w"), indent=1)
-
+        table.append(f"| {r['name']} | {r['median_ms']:.0f} | {r['speedup']:.2f}x | {share:.3f} | "
+                     f"{worst:.4f} |")
+    openvino = importlib.metadata.version("openvino").split("-")[0]
+    header = (f"{machine_line(load_before)}; torch {torch.__version__}, onnxruntime "
+              f"{importlib.metadata.version('onnxruntime')}, OpenVINO {openvino}; {len(paths)} "
+              f"photo{'s' if len(paths) != 1 else ''} 640x480 as PNG (800x1088 padded), {opts.threads} "
+              f"threads, median over {opts.iters} round{'s' if opts.iters != 1 else ''} after "
+              f"{opts.warmup} warm-up; decoding a PNG {decode_ms:.1f} ms:")
+    print("\n" + header + "\n")
+    print("\n".join(table))
+    json.dump({"cpu": f"{cpu_name()}, {os.cpu_count()} cores ({cpu_features()})",
+               "torch": torch.__version__, "rows": rows, "decode_ms": decode_ms},
+              open(os.path.join(out, "results.json"), "w"), indent=1)
+    if opts.write:
+        write_last_result(SECTION, header + "\n\n" + "\n".join(table))
+        print(f"docs/BENCHMARKS.md: {SECTION[3:]} / Last result rewritten")
 
 if __name__ == "__main__":
     main()

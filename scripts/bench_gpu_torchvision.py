@@ -4,6 +4,7 @@
 
     bench_gpu_torchvision.py [--batches 1,4,8] [--steps 20] [--height 800] [--width 1333]
         [--amp fp16|bf16|none] [--inference-batch 1] [--score-thresh 0.05] [--json OUT.json]
+    bench_gpu_torchvision.py --write-from SUMMARY.json [--before SUMMARY.json]
 
 The model is maskrcnn_resnet50_fpn as built with COCO backbone weights (ResNet-50 + FPN,
 FrozenBatchNorm2d, the last three stages trainable, 91 classes), with random weights; the
@@ -19,15 +20,27 @@ filled-rectangle masks.
 Reports images/s (steps after a warm-up of max(2, steps/10)), the median step time and the
 peak memory allocated on the device (torch.cuda.max_memory_allocated). Test-only tool: the
 product never runs Python.
+
+The GPU machine cannot write the document, so the table of docs/BENCHMARKS.md ("## GPU: the
+GPU check on a lent H100") comes from the check's result file afterwards, on any machine:
+--write-from takes the summary.json of scripts/gpu_check.sh (its machine and its "bench" rows,
+ours beside this script's) and rewrites that section's "### Last result" subsection with the
+run's GPU, date and table; --before adds an earlier run's summary as the "before" columns
+(a change measured on two lent machines). Nothing is measured then, and no GPU is needed.
+$MRCNN_BENCHMARKS_MD names another file to write instead of docs/BENCHMARKS.md.
 """
 
 import argparse
 import json
+import re
 import statistics
 import sys
 import time
 
 import torch
+from bench_doc import write_last_result
+
+SECTION = "## GPU: the GPU check on a lent H100"
 
 
 def build_model(height, width, score_thresh):
@@ -80,7 +93,17 @@ def main():
     ap.add_argument("--score-thresh", type=float, default=0.05,
                     help="box_score_thresh (0 keeps 100 detections an image with random weights)")
     ap.add_argument("--json")
+    ap.add_argument("--write-from", metavar="SUMMARY.json",
+                    help="write the section of docs/BENCHMARKS.md from gpu_check.sh's summary; "
+                         "measures nothing")
+    ap.add_argument("--before", metavar="SUMMARY.json",
+                    help="with --write-from: an earlier run's summary, as the before columns")
     args = ap.parse_args()
+    if args.write_from:
+        write_from(args.write_from, args.before)
+        return 0
+    if args.before:
+        ap.error("--before goes with --write-from")
     if not torch.cuda.is_available():
         print("no CUDA device: nothing measured")
         return 0
@@ -137,6 +160,89 @@ def main():
         with open(args.json, "w") as f:
             json.dump(report, f, indent=1)
     return 0
+
+
+def bench_rows(path):
+    """The machine, the date and the benchmark rows (by key: train-b4, infer-b1-fp32, ...) of a
+    gpu_check.sh summary."""
+    with open(path) as f:
+        summary = json.load(f)
+    rows = (summary.get("bench") or {}).get("rows")
+    if not rows:
+        sys.exit(f"{path}: no benchmark rows (status {summary.get('status')!r}: "
+                 f"{summary.get('note', '')}); write from a summary whose bench step passed")
+    machine = summary.get("machine", {})
+    # The prerequisites step's detail ends with nvidia-smi's "name, driver, memory, clock".
+    driver = ""
+    for step in summary.get("steps", []):
+        if step.get("step") == "prerequisites" and "; " in step.get("detail", ""):
+            fields = step["detail"].split("; ", 1)[1].split(", ")
+            driver = fields[1] if len(fields) > 1 else ""
+    details = ", ".join(x for x in (f"driver {driver}" if driver else "",
+                                    f"{machine['multiprocessors']} SMs" if "multiprocessors" in machine
+                                    else "") if x)
+    started = summary.get("started", "")
+    when = started[:16].replace("T", " ") + " UTC" if started else "undated"
+    line = (f"{when}, one {machine.get('gpu', 'unknown GPU')}{f' ({details})' if details else ''}, "
+            f"torch {machine.get('torch', '?')}, torchvision {machine.get('torchvision', '?')}")
+    return line, {r["row"]: r for r in rows}
+
+
+def row_order(key):
+    """train before inference, fp16 before fp32, then by batch (the document's order)."""
+    m = re.fullmatch(r"(train|infer)-b(\d+)(-fp32)?", key)
+    return (m[1] != "train", bool(m[3]), int(m[2])) if m else (2, False, 0)
+
+
+def row_label(key):
+    m = re.fullmatch(r"(train|infer)-b(\d+)(-fp32)?", key)
+    if not m:
+        return key
+    return f"{'train' if m[1] == 'train' else 'inference'}, batch {m[2]}, {'fp32' if m[3] else 'fp16'}"
+
+
+def speed_cells(row):
+    """ours img/s | torchvision img/s | ratio, "–" where a side is missing."""
+    ours, tv = (row or {}).get("ours"), (row or {}).get("torchvision")
+    return [f"{ours['images_per_second']:.2f}" if ours else "–",
+            f"{tv['images_per_second']:.2f}" if tv else "–",
+            f"{ours['images_per_second'] / tv['images_per_second']:.2f}x" if ours and tv else "–"]
+
+
+def latency(rows):
+    """The median step of inference at batch 1, fp16 / fp32, each side."""
+    def p50(key, side):
+        r = (rows.get(key) or {}).get(side)
+        return f"{r['p50_ms']:.1f}" if r else "–"
+    return (f"ours {p50('infer-b1', 'ours')} ms fp16 / {p50('infer-b1-fp32', 'ours')} ms fp32, "
+            f"torchvision {p50('infer-b1', 'torchvision')} / {p50('infer-b1-fp32', 'torchvision')} ms")
+
+
+def write_from(path, before_path=None):
+    line, rows = bench_rows(path)
+    before_line, before = bench_rows(before_path) if before_path else (None, {})
+    if before_path:
+        header = f"{line}; before: {before_line}; each ratio from one run:"
+        table = ["| row | before: ours img/s | torchvision | ratio | after: ours img/s | torchvision | "
+                 "ratio | memory after: ours / torchvision MiB |",
+                 "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    else:
+        header = f"{line}:"
+        table = ["| row | ours img/s | torchvision | ratio | memory: ours / torchvision MiB |",
+                 "| --- | ---: | ---: | ---: | ---: |"]
+    for key in sorted(set(rows) | set(before), key=row_order):
+        row = rows.get(key) or {}
+        memory = " / ".join(f"{row[side]['peak_mib']:.0f}" if row.get(side) else "–"
+                            for side in ("ours", "torchvision"))
+        cells = (speed_cells(before.get(key)) if before_path else []) + speed_cells(row) + [memory]
+        table.append(f"| {row_label(key)} | " + " | ".join(cells) + " |")
+    note = (f"Inference latency at batch 1 (median step{', after' if before_path else ''}): "
+            f"{latency(rows)}")
+    note += f" (before: {latency(before)})." if before_path else "."
+    block = header + "\n\n" + "\n".join(table) + "\n\n" + note
+    print(block)
+    write_last_result(SECTION, block)
+    print(f"docs/BENCHMARKS.md: {SECTION[3:]} / Last result rewritten")
 
 
 if __name__ == "__main__":

@@ -13,40 +13,34 @@ random flips, crowd skipped, instance masks, resized to the COCO recipe's size: 
     normalisation of GeneralizedRCNNTransform (bilinear image, nearest masks) and the
     batch padding, so both sides deliver the same thing: padded normalised batches + masks.
 Each measure skips the first batch (thread/process start-up) and counts --images images.
-Prints a table; images/s and our ratio to the peer. Writes only temporary files.
+Prints the table (images/s and our ratio to the peer); writes only temporary files, and with
+--write the "### Last result" subsection of docs/BENCHMARKS.md ("## Data loader"): this run's
+machine, date and table ($MRCNN_BENCHMARKS_MD names another file to write instead). The
+results so far are in that section.
 
 Usage: .venv/bin/python scripts/bench_loader.py [--build-dir build] [--images 64]
-       [--mode fixed|shorter_side] [--batch 2]
+       [--mode fixed|shorter_side] [--batch 2] [--write]
 bench_loader comes from <build-dir>/bin/bench_loader (built with the project); otherwise this
 script compiles
 bench/bench_loader.cpp against <build-dir>/dataset/libmrcnn_dataset.a.
-
-Last result, 2026-11-22, AMD EPYC, 2 logical CPUs shared with other builds (load average
-about 6, so the worker counts barely differ), fixed mode, batch 2, 48 images a measure,
-images/s:
-  dataset   workers  ours json  ours shards  torchvision  json/peer  shards/peer
-  tinycoco        1      53.82        49.00        13.31      4.04x        3.68x
-  tinycoco        2      51.80        54.98        13.64      3.80x        4.03x
-  shapes          1     130.28       142.42        22.70      5.74x        6.28x
-  shapes          2     132.19       138.35        23.88      5.54x        5.79x
-(On the same machine, bench_loader alone on tinycoco: 31, 49 and 62 images/s with 0, 1
-and 2 workers.)
 """
 import argparse
 import contextlib
 import io
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from bench_doc import load_average, machine_line, write_last_result
+
 ROOT = Path(__file__).resolve().parent.parent
 MEAN = [0.485, 0.456, 0.406]
 STD = [0.229, 0.224, 0.225]
+SECTION = "## Data loader"
 
 
 def bench_executable(build_dir: Path) -> Path:
@@ -179,6 +173,8 @@ def main():
     parser.add_argument("--images", type=int, default=64, help="images timed per measure")
     parser.add_argument("--batch", type=int, default=2)
     parser.add_argument("--mode", choices=["fixed", "shorter_side"], default="fixed")
+    parser.add_argument("--write", action="store_true",
+                        help="rewrite the last result in docs/BENCHMARKS.md")
     args = parser.parse_args()
 
     exe = bench_executable(args.build_dir.resolve())
@@ -189,16 +185,13 @@ def main():
     if (shapes / "annotations" / "instances_train.json").exists():
         datasets.append(("shapes", shapes / "annotations/instances_train.json", shapes / "images/train"))
 
-    cpu = platform.processor() or platform.machine()
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    print(f"# {time.strftime('%Y-%m-%d')}, {cpu}, {os.cpu_count()} logical CPUs; mode {args.mode}, "
-          f"batch {args.batch}, {args.images} images a measure, masks on")
-    print(f"{'dataset':<9} {'workers':>7} {'ours json':>10} {'ours shards':>12} {'torchvision':>12} "
-          f"{'json/peer':>10} {'shards/peer':>12}")
+    load_before = load_average()
+    header = (f"{machine_line(load_before)}; mode {args.mode}, batch {args.batch}, "
+              f"{args.images} images a measure, masks on; images/s:")
+    table = ["| dataset | workers | ours, json | ours, shards | torchvision-style | json / peer | shards / peer |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    print(header)
+    print("\n".join(table), flush=True)
     with tempfile.TemporaryDirectory() as temp:
         for name, json_file, image_dir in datasets:
             shard_dir = Path(temp) / name
@@ -211,11 +204,14 @@ def main():
                 sharded = run_ours(exe, ["--shards", str(shard_dir / "bench-*-of-*")], workers,
                                    args.batch, args.images, args.mode)
                 peer = run_peer(str(json_file), str(image_dir), workers, args.batch, args.images, args.mode)
-                print(f"{name:<9} {workers:>7} {ours['images_per_s']:>10.2f} {sharded['images_per_s']:>12.2f} "
-                      f"{peer['images_per_s']:>12.2f} {ours['images_per_s'] / peer['images_per_s']:>9.2f}x "
-                      f"{sharded['images_per_s'] / peer['images_per_s']:>11.2f}x",
-                      flush=True)
-
+                table.append(f"| {name} | {workers} | {ours['images_per_s']:.1f} | "
+                             f"{sharded['images_per_s']:.1f} | {peer['images_per_s']:.1f} | "
+                             f"{ours['images_per_s'] / peer['images_per_s']:.1f}× | "
+                             f"{sharded['images_per_s'] / peer['images_per_s']:.1f}× |")
+                print(table[-1], flush=True)
+    if args.write:
+        write_last_result(SECTION, header + "\n\n" + "\n".join(table))
+        print(f"docs/BENCHMARKS.md: {SECTION[3:]} / Last result rewritten")
 
 if __name__ == "__main__":
     main()

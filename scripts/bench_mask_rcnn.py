@@ -7,6 +7,7 @@ autocast.
     .venv/bin/python scripts/bench_mask_rcnn.py [--build build-bench] [--threads 2,1]
         [--modes infer,train] [--precisions fp32,bf16] [--warmup 3] [--iters 10]
         [--image PHOTO] [--stages] [--channels-last] [--quiet-load 2.5] [--out DIR]
+        [--write]
 
 Build the executable first: ninja -C <build> bench_mask_rcnn.
 
@@ -36,7 +37,10 @@ What each side times (median of --iters after --warmup iterations):
 
 The machine is shared: with --quiet-load L each measurement waits (up to 10 minutes) until
 the 1-minute load average is below L; the load before and after each measurement is
-printed. Writes OUT/results.json (default <build>/bench-data/mask_rcnn).
+printed. Writes OUT/results.json (default <build>/bench-data/mask_rcnn); with --write, the
+"### Last result" subsection of docs/BENCHMARKS.md ("## Mask R-CNN inference and training step
+vs torchvision") becomes this run's machine, date and tables ($MRCNN_BENCHMARKS_MD names
+another file to write instead).
 """
 import argparse
 import contextlib
@@ -53,10 +57,12 @@ from pathlib import Path
 
 import torch
 import torchvision
-from bench_doc import load_average, wait_quiet
+from bench_doc import load_average, machine_line, wait_quiet, write_last_result
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("MRCNN_SHARED_DIR", ROOT.parent / "shared"))
+SECTION = "## Mask R-CNN inference and training step vs torchvision"
+STAGES = {"infer": ("backbone", "rpn", "roi_heads", "paste"), "train": ("forward", "backward", "step")}
 
 
 def parity_module():
@@ -174,6 +180,8 @@ def main():
     parser.add_argument("--quiet-load", type=float, default=None,
                         help="wait before each measurement until the load average is below")
     parser.add_argument("--out", default=None)
+    parser.add_argument("--write", action="store_true",
+                        help="rewrite the last result in docs/BENCHMARKS.md")
     args = parser.parse_args()
 
     build = Path(args.build)
@@ -201,6 +209,7 @@ def main():
     targets = out / "targets.pt"
     torch.save({k: transformed[0][k].contiguous() for k in ("boxes", "labels", "masks")}, targets)
 
+    load_before = load_average()
     results = []
     for threads in [int(t) for t in args.threads.split(",")]:
         torch.set_num_threads(threads)
@@ -237,6 +246,46 @@ def main():
             "iters": args.iters}
     (out / "results.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))
     print(f"\n{meta}\nresults: {out / 'results.json'}")
+    if args.write:
+        header = (f"{machine_line(load_before)}; torch {meta['torch']} (LibTorch's CPU capability "
+                  f"{meta['cpu_capability']}), torchvision {meta['torchvision']}, Python "
+                  f"{meta['python']}; photo `{meta['photo']}` "
+                  f"({meta['original_size'][0]}x{meta['original_size'][1]}); warm-up {args.warmup}, "
+                  f"median of {args.iters}" +
+                  ("; ours fed a channels-last batch" if args.channels_last else "") +
+                  (f"; each measurement waited for the 1-minute load to fall under {args.quiet_load}"
+                   if args.quiet_load else "") +
+                  "; training at learning rate 0:")
+        write_last_result(SECTION, header + "\n\n" + doc_tables(results))
+        print(f"docs/BENCHMARKS.md: {SECTION[3:]} / Last result rewritten")
+
+
+def doc_tables(results):
+    """The run as docs/BENCHMARKS.md shows it: one row a measurement, the load from the start of
+    torchvision's to the end of ours; then, when the stages were timed, their medians."""
+    lines = ["| mode | precision | threads | torchvision ms | ours ms | ours/torchvision | speed-up | "
+             "detections (tv/ours) | load during |",
+             "|---|---|---:|---:|---:|---:|---:|---|---|"]
+    for row in results:
+        tv, ours = row["torchvision"], row["ours"]
+        detections = f"{tv['detections']}/{ours['detections']}" if row["mode"] == "infer" else "–"
+        lines.append(f"| {row['mode']} | {row['precision']} | {row['threads']} | {tv['median_ms']:.1f} | "
+                     f"{ours['median_ms']:.1f} | {ours['median_ms'] / tv['median_ms']:.3f} | "
+                     f"{row['speedup']:.2f}× | {detections} | "
+                     f"{tv['load_before']:.2f}..{ours['load_after']:.2f} |")
+    staged = [r for r in results if "stages_ms" in r["torchvision"] and "stages_ms" in r["ours"]]
+    if staged:
+        lines += ["", "Per stage (medians, ms; torchvision / ours):"]
+    for mode, names in STAGES.items():
+        rows = [r for r in staged if r["mode"] == mode]
+        if not rows:
+            continue
+        lines += ["", "| run | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
+        for r in rows:
+            cells = [f"{r['torchvision']['stages_ms'].get(n, float('nan')):.0f} / "
+                     f"{r['ours']['stages_ms'].get(n, float('nan')):.0f}" for n in names]
+            lines.append(f"| {mode} {r['precision']}, {r['threads']} thr | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 HEADER_PRINTED = []

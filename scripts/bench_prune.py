@@ -17,26 +17,31 @@ end (about 20 minutes on a quiet 2-core machine) into WORK/runs. Retraining: the
 through pruned_model_path for --retrain-steps steps at the base run's final learning rate
 (0.002 after its decay), no early stop; the unpruned model retrained the same way is the
 control. Latency: bench_backends' LibTorch fp32 backend, every validation image alone (file
-decoding and mask pasting included), median over --iters rounds. With --write the sections
-"Pruning on shapes" and "Pruning ResNet-50 FPN" of docs/BENCHMARKS.md are replaced. Run by
-hand on a quiet machine; not a test.
+decoding and mask pasting included), all the models of a table timed in one interleaved pass
+once they exist: each of --iters rounds times every model in turn (the order reversed every
+other round), so that a change in the machine's load falls on all of them alike; a round is
+bench_backends' median over the images after a warm-up pass, a model's figure the median of
+its rounds. With --write the sections "Pruning on shapes" and "Pruning ResNet-50 FPN" of
+docs/BENCHMARKS.md are replaced ($MRCNN_BENCHMARKS_MD names another file to write instead).
+Run by hand on a quiet machine; not a test.
 
 The shapes part takes one to three hours (bf16 on a CPU with AVX-512 BF16 or AMX; fp32, about
 3.5x slower, without), so it resumes: run the same command again with the same --work and it
 goes on where it stopped — the base run from its last checkpoint, each finished stage (an
-evaluation, a pruning, a latency, a retraining) from WORK/results.json; a retraining cut short
+evaluation, a pruning, a retraining, the latency pass) from WORK/results.json; a retraining cut short
 starts again. A work folder begun on another CPU is refused (its times and precision would mix).
 """
 import argparse
-import datetime
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
-from bench_doc import cpu_name, replace_section, wait_quiet
+from bench_doc import cpu_features, cpu_name, load_average, replace_section, wait_quiet
 
 ROOT = Path(__file__).resolve().parent.parent
 SHAPES_SECTION = "## Pruning on shapes"
@@ -114,15 +119,31 @@ def checkpoint_of(run_dir):
 
 
 def latency_ms(args, spec, weights, images, out):
-    out.mkdir(parents=True, exist_ok=True)
+    """One round: bench_backends' median ms an image over `images`, after a warm-up pass."""
+    Path(out).mkdir(parents=True, exist_ok=True)
     text = run([args.bench, "--spec", spec, "--checkpoint", weights, "--images", images,
-                "--only", "ours_libtorch_fp32", "--warmup", "1", "--iters", str(args.iters),
-                "--out", out])
+                "--only", "ours_libtorch_fp32", "--warmup", "1", "--iters", "1", "--out", out])
     for line in text.splitlines():
         row = json.loads(line)
         if row.get("name") == "ours_libtorch_fp32":
             return row["median_ms"]
     sys.exit("bench_backends printed no LibTorch row:\n" + text)
+
+
+def latencies(args, spec, models, images, out):
+    """Every model's latency in one interleaved pass: `models` (name: weights) are timed in
+    turn in each of --iters rounds, the order reversed every other round, so that the
+    machine's load, whatever it does, falls on all of them alike (one model after another,
+    minutes or hours apart, a load change would read as a speed-up). A model's figure is the
+    median of its rounds."""
+    wait_quiet(args.quiet_load)
+    load_before = load_average()
+    rounds = {name: [] for name in models}
+    for r in range(args.iters):
+        for name in (list(models) if r % 2 == 0 else list(models)[::-1]):
+            rounds[name].append(latency_ms(args, spec, models[name], images, Path(out) / name))
+    return {"ms": {name: statistics.median(v) for name, v in rounds.items()}, "rounds": rounds,
+            "load_before": load_before, "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
 
 
 def prune(args, spec, weights, out, threshold, run_dir=None, normalizer="max"):
@@ -175,12 +196,10 @@ def shapes(args, work):
         "eval/base", lambda: evaluate(args, spec, weights, work / "eval/base"))
     base_status = stages.get(  # nothing removed
         "pruned/control", lambda: prune(args, spec, weights, fresh(work / "pruned/control"), 0.0))
-    base_ms = stages.get("latency/base", lambda: latency_ms(args, spec, weights, images,
-                                                            work / "latency/base"))
     rows.append({"threshold": "unpruned", "ratio": 1.0,
                  "params": base_status["before"]["param_count"],
-                 "gflops": base_status["before"]["gflops"], "ms": base_ms, "bbox": b_bbox,
-                 "segm": b_segm})
+                 "gflops": base_status["before"]["gflops"], "bbox": b_bbox, "segm": b_segm,
+                 "stage": "base", "model": str(weights)})
     r_bbox, r_segm, _ = stages.get("retrain_control", lambda: retrain(
         args, spec, weights, work / "runs", "retrain_control"))
     rows[-1].update({"bbox_retrained": r_bbox, "segm_retrained": r_segm})
@@ -198,27 +217,38 @@ def shapes(args, work):
                "cut": cut_layers(status)}
         if all(layer["kept"] == layer["filters"] for layer in status["layers"]):
             # Nothing removed: the unpruned model's numbers (the same weights, the same
-            # retraining) instead of measuring them again.
-            row.update({k: rows[0][k] for k in ("ms", "bbox", "segm", "bbox_retrained",
-                                                 "segm_retrained")}, same=True)
+            # retraining) instead of measuring them again; its latency too, below.
+            row.update({k: rows[0][k] for k in ("bbox", "segm", "bbox_retrained",
+                                                 "segm_retrained")}, same=True, stage="base")
             rows.append(row)
             print(json.dumps(rows[-1]), flush=True)
             continue
-        row.update(measured(args, stages, work, spec, model, images, pth))
+        row.update(measured(args, stages, work, spec, model, pth), stage=pth, model=str(model))
         rows.append(row)
         print(json.dumps(rows[-1]), flush=True)
     for chain in args.chain:
-        rows.append(chained(args, stages, work, spec, images, rows[0], chain))
+        rows.append(chained(args, stages, work, spec, rows[0], chain))
         print(json.dumps(rows[-1]), flush=True)
+    # Every model timed once they all exist, in one interleaved pass (measured again when the
+    # models or the rounds differ from the stored pass's).
+    models = {r["stage"]: r["model"] for r in rows if "model" in r}
+    stored = stages.done.get("latency")
+    if stored and (stored.get("models") != models or stored.get("iters") != args.iters):
+        del stages.done["latency"]
+    timing = stages.get("latency", lambda: {"models": models, "iters": args.iters,
+                                            **latencies(args, spec, models, images,
+                                                        work / "latency")})
+    for r in rows:
+        r["ms"] = timing["ms"][r["stage"]]
     fallback = any(e.get("code") == "precision_fallback"
                    for e in events((base / "events.jsonl").read_text()))
     return rows, {"base_step": b_step, "images": len(list(images.glob("*"))),
                   "size": base_status["gflops_at"],
                   "precision": "fp32, as this CPU has no native bf16" if fallback else
-                  "the spec's bf16 autocast"}
+                  "the spec's bf16 autocast", "latency": timing}
 
 
-def chained(args, stages, work, spec, images, base, chain):
+def chained(args, stages, work, spec, base, chain):
     """A second pruning of a row's retrained model (a pruned run prunes again as any other),
     retrained the same way: `chain` is "STAGE:NORMALIZER:THRESHOLD", STAGE a row's stage name
     (pth0.9, L2-pth0.07). The ratio is against the unpruned model."""
@@ -234,20 +264,18 @@ def chained(args, stages, work, spec, images, base, chain):
             "normalizer": normalizer,
             "ratio": status["param_count"] / base["params"], "params": status["param_count"],
             "gflops": status["gflops"], "cut": cut_layers(status),
-            **measured(args, stages, work, spec, out / "model.pt", images, name)}
+            **measured(args, stages, work, spec, out / "model.pt", name),
+            "stage": name, "model": str(out / "model.pt")}
 
 
-def measured(args, stages, work, spec, model, images, name):
-    """A pruned model's stages: evaluated, timed, retrained (each kept in WORK/results.json
-    under its stage name)."""
+def measured(args, stages, work, spec, model, name):
+    """A pruned model's stages: evaluated, retrained (each kept in WORK/results.json under its
+    stage name); its latency comes from the interleaved pass over all the models."""
     bbox, segm, _ = stages.get(f"eval/{name}", lambda: evaluate(args, spec, model,
                                                                 work / f"eval/{name}"))
-    ms = stages.get(f"latency/{name}", lambda: latency_ms(args, spec, model, images,
-                                                          work / f"latency/{name}"))
     r_bbox, r_segm, _ = stages.get(f"retrain_{name}", lambda: retrain(
         args, spec, model, work / "runs", f"retrain_{name}"))
-    return {"ms": ms, "bbox": bbox, "segm": segm, "bbox_retrained": r_bbox,
-            "segm_retrained": r_segm}
+    return {"bbox": bbox, "segm": segm, "bbox_retrained": r_bbox, "segm_retrained": r_segm}
 
 
 def cut_layers(status):
@@ -282,20 +310,21 @@ torch.save(m.state_dict(), {str(weights)!r})
     spec = ROOT / "specs/coco_torchvision_r50.txt"
     images = Path(os.environ.get("MRCNN_SHARED_DIR", ROOT.parent / "shared")) / \
         "data/tinycoco/images/val2017"
-    rows = []
-    wait_quiet(args.quiet_load)
     control = prune(args, spec, weights, work / "r50/pth0", 0.0)
-    rows.append({"threshold": "unpruned", "ratio": 1.0, "params": control["before"]["param_count"],
-                 "gflops": control["before"]["gflops"],
-                 "ms": latency_ms(args, spec, weights, images, work / "r50/latency/base")})
+    rows = [{"threshold": "unpruned", "ratio": 1.0, "params": control["before"]["param_count"],
+             "gflops": control["before"]["gflops"], "stage": "base", "model": str(weights)}]
     for t in args.r50_thresholds:
         status = prune(args, spec, weights, work / f"r50/pth{t}", t)
         rows.append({"threshold": t, "ratio": status["pruning_ratio"],
                      "params": status["param_count"], "gflops": status["gflops"],
-                     "ms": latency_ms(args, spec, work / f"r50/pth{t}/model.pt", images,
-                                      work / f"r50/latency/pth{t}")})
+                     "stage": f"pth{t}", "model": str(work / f"r50/pth{t}/model.pt")})
         print(json.dumps(rows[-1]), flush=True)
-    return rows, {"images": len(list(images.glob("*.jpg"))), "size": control["gflops_at"]}
+    timing = latencies(args, spec, {r["stage"]: r["model"] for r in rows}, images,
+                       work / "r50/latency")
+    for r in rows:
+        r["ms"] = timing["ms"][r["stage"]]
+    return rows, {"images": len(list(images.glob("*.jpg"))), "size": control["gflops_at"],
+                  "latency": timing}
 
 
 def flags():
@@ -305,13 +334,25 @@ def flags():
     return ", ".join(have) or "no AVX-512"
 
 
+def machine(info):
+    """The CPU, and when and under what load the latencies were measured."""
+    return (f"{cpu_name()}, {os.cpu_count()} cores ({cpu_features()}), {info['latency']['when']}, "
+            f"load average {info['latency']['load_before']:.1f} before the latency pass")
+
+
+def timing_phrase(args):
+    """How the latencies were measured."""
+    return (f"all models timed in one interleaved pass, in turn in each of {args.iters} "
+            f"round{'s' if args.iters != 1 else ''} (each round the median over the images), "
+            "a model's figure the median of its rounds")
+
+
 def shapes_section(rows, info, args):
     base = rows[0]
     lines = [SHAPES_SECTION, "",
-             f"`scripts/bench_prune.py` on {cpu_name()}, {os.cpu_count()} cores ({flags()}), "
-             f"{datetime.date.today()}: the default spec (`shapes_resnet18.txt`) trained to its "
-             f"end (step {info['base_step']}, in {info['precision']}), pruned by `--task prune` "
-             "at each threshold "
+             f"`scripts/bench_prune.py` on {machine(info)}: the default spec "
+             f"(`shapes_resnet18.txt`) trained to its end (step {info['base_step']}, in "
+             f"{info['precision']}), pruned by `--task prune` at each threshold "
              "(TAO's defaults otherwise: union, granularity 8, at least 16 filters; the "
              "threshold column names the normalizer: a filter's L2 norm over the max of its "
              "layer's, TAO's default, or over the L2 norm of its layer's norms), evaluated on "
@@ -321,7 +362,7 @@ def shapes_section(rows, info, args):
              f"{info['size']['image_height']}x{info['size']['image_width']} with "
              f"{info['size']['rois']} RoIs and {info['size']['detections']} detections (2 per "
              "multiply-add). CPU: the engine's LibTorch fp32 inference, one image at a time "
-             "(decoding and mask pasting included), median.", "",
+             f"(decoding and mask pasting included); {timing_phrase(args)}.", "",
              "| threshold | pruning ratio | parameters | GFLOPs | CPU ms/image | speed-up | bbox AP | "
              "segm AP | bbox AP retrained | segm AP retrained |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
@@ -374,18 +415,17 @@ def goal_line(rows):
     return f"{GOAL}: {verdict} ({told})."
 
 
-def r50_section(rows, info):
+def r50_section(rows, info, args):
     base = rows[0]
     lines = [R50_SECTION, "",
-             f"`scripts/bench_prune.py` on {cpu_name()}, {os.cpu_count()} cores ({flags()}), "
-             f"{datetime.date.today()}: torchvision's maskrcnn_resnet50_fpn architecture "
-             "(`specs/coco_torchvision_r50.txt`, 91 classes) with seeded random weights whose "
-             "filters were scaled by factors in [0.05, 1] (a trained model's norms differ; a "
+             f"`scripts/bench_prune.py` on {machine(info)}: torchvision's maskrcnn_resnet50_fpn "
+             "architecture (`specs/coco_torchvision_r50.txt`, 91 classes) with seeded random "
+             "weights whose filters were scaled by factors in [0.05, 1] (a trained model's norms differ; a "
              "fresh initialisation's do not), pruned at two thresholds. GFLOPs at "
              f"{info['size']['image_height']}x{info['size']['image_width']} with "
              f"{info['size']['rois']} RoIs and {info['size']['detections']} detections. CPU: "
-             f"median over the {info['images']} tinycoco photos, one at a time (random weights "
-             "detect little, so mask pasting costs less than with a trained model).", "",
+             f"the {info['images']} tinycoco photos, one at a time (random weights detect little, "
+             f"so mask pasting costs less than with a trained model); {timing_phrase(args)}.", "",
              "| threshold | pruning ratio | parameters | GFLOPs | CPU ms/image | speed-up |",
              "| --- | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
@@ -431,7 +471,7 @@ def main():
             replace_section(SHAPES_SECTION, text)
     if not args.skip_r50:
         rows, info = r50(args, work)
-        text = r50_section(rows, info)
+        text = r50_section(rows, info, args)
         print(text)
         (work / "r50_section.md").write_text(text)
         if args.write:
