@@ -98,15 +98,23 @@ DetectionValues emitRoIHeads(GraphBuilder& g, const ModuleIndex& modules,
       g.reshape(without_background(emitClip(g, decoded, input.height, input.width)), {-1, 4});
   const Value probabilities = g.op("Softmax", {class_logits}, {{"axis", -1}});
   Value scores = g.reshape(without_background(probabilities), {-1});
-  // NMS by probability, near-certain ones by their logit's margin over the next class, as the
-  // engine's box head (ops::kNmsScoreCap).
-  const Value best_two =
-      g.node("TopK", {class_logits, g.ints({2})}, 2, {{"axis", -1}, {"largest", 1}, {"sorted", 1}})[0];
-  const Value margin = g.op("Sub", {class_logits, g.take(best_two, {1}, -1)});
+  // NMS by probability, near-certain ones by their logit against the other classes,
+  // l_c - logsumexp_{j != c} l_j (for the most likely class; at most 0 for the others), as the
+  // engine's box head (ops::kNmsCertainLogit).
+  const Value classes = g.op("Range", {g.int64Scalar(0), g.int64Scalar(num_classes), g.int64Scalar(1)});
+  const Value best = g.op("ArgMax", {class_logits}, {{"axis", -1}, {"keepdims", 1}});
+  const Value rest = g.op("Where", {g.op("Equal", {g.unsqueeze(classes, {0}), best}),
+                                    g.floatScalar(-1e30f), class_logits});
+  const Value rest_max = g.op("ReduceMax", {rest}, {{"axes", std::vector<int64_t>{-1}}, {"keepdims", 1}});
+  const Value rest_lse = g.op(
+      "Add", {rest_max, g.op("Log", {g.op("ReduceSum", {g.op("Exp", {g.op("Sub", {rest, rest_max})}),
+                                                         g.ints({-1})},
+                                           {{"keepdims", 1}})})});
+  const Value certain = g.op("Sub", {class_logits, rest_lse});
   Value keys = g.reshape(
       without_background(g.op(
-          "Where", {g.op("GreaterOrEqual", {probabilities, g.floatScalar(ops::kNmsScoreCap)}),
-                    margin, probabilities})),
+          "Where", {g.op("GreaterOrEqual", {certain, g.floatScalar(ops::kNmsCertainLogit)}),
+                    certain, probabilities})),
       {-1});
   const Value class_ids = g.unsqueeze(
       g.op("Range", {g.int64Scalar(1), g.int64Scalar(num_classes), g.int64Scalar(1)}), {0});

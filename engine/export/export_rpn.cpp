@@ -110,9 +110,11 @@ Value emitProposals(GraphBuilder& g, const ModuleIndex& modules,
   g.setScope("rpn/proposals");
   Value b = emitClip(g, g.op("Concat", boxes, {{"axis", 0}}), input.height, input.width);
   Value s = g.op("Concat", scores, {{"axis", 0}});
-  // NMS by probability, near-certain ones by logit, as the engine's RPN (ops::kNmsScoreCap).
-  Value key = g.op("Where", {g.op("GreaterOrEqual", {s, g.floatScalar(ops::kNmsScoreCap)}),
-                             g.op("Concat", top_logits, {{"axis", 0}}), s});
+  // NMS by probability, near-certain ones by logit, as the engine's RPN
+  // (ops::kNmsCertainLogit).
+  const Value l = g.op("Concat", top_logits, {{"axis", 0}});
+  Value key =
+      g.op("Where", {g.op("GreaterOrEqual", {l, g.floatScalar(ops::kNmsCertainLogit)}), l, s});
   Value v = g.op("Concat", levels, {{"axis", 0}});
   const auto [w, h] = emitSides(g, b);
   const Value min_size = g.floatScalar(static_cast<float>(o.min_size));

@@ -4,6 +4,7 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "engine/ops/box_coder.h"
 #include "engine/ops/box_iou.h"
@@ -266,6 +267,19 @@ RoIHeadsLosses RoIHeadsImpl::fastRCNNLoss(const at::Tensor& class_logits,
   return losses;
 }
 
+namespace {
+
+// Each class's logit against all the others, l_c - logsumexp_{j != c} l_j, for the most likely
+// class of each row (the others' get at most 0, less than kNmsCertainLogit: the logsumexp
+// there leaves out the most likely class instead of their own).
+at::Tensor certainLogits(const at::Tensor& logits) {
+  const at::Tensor best = logits.argmax(-1, /*keepdim=*/true);
+  const at::Tensor rest = logits.scatter(-1, best, -std::numeric_limits<float>::infinity());
+  return logits - at::logsumexp(rest, -1, /*keepdim=*/true);
+}
+
+}  // namespace
+
 std::vector<Detections> RoIHeadsImpl::postprocessDetections(
     const at::Tensor& class_logits, const at::Tensor& box_regression,
     const std::vector<at::Tensor>& proposals, const ImageSizes& sizes) const {
@@ -278,10 +292,10 @@ std::vector<Detections> RoIHeadsImpl::postprocessDetections(
                                .reshape({-1, num_classes, 4});
   const at::Tensor logits = class_logits.to(at::kFloat);
   const at::Tensor scores = at::softmax(logits, -1);
-  // NMS by probability, near-certain ones by their logit's margin over the next class
-  // (ops::kNmsScoreCap): the same detections in every runtime.
-  const at::Tensor second = std::get<0>(logits.topk(2, -1)).narrow(1, 1, 1);
-  const at::Tensor nms_keys = at::where(scores >= ops::kNmsScoreCap, logits - second, scores);
+  // NMS by probability, near-certain ones by their logit against the other classes
+  // (ops::kNmsCertainLogit): the same detections in every runtime.
+  const at::Tensor certain = certainLogits(logits);
+  const at::Tensor nms_keys = at::where(certain >= ops::kNmsCertainLogit, certain, scores);
   const std::vector<int64_t> counts = countsOf(proposals);
   const std::vector<at::Tensor> boxes_per_image = boxes.split_with_sizes(counts, 0);
   const std::vector<at::Tensor> scores_per_image = scores.split_with_sizes(counts, 0);

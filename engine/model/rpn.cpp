@@ -137,9 +137,9 @@ void RegionProposalNetworkImpl::selectProposals(const HeadOutput& h, const Image
   const at::Tensor lvl = at::cat(top_lvl, 1);
   const at::Tensor logit = obj.gather(1, idx);
   const at::Tensor prob = at::sigmoid(logit);
-  // NMS by probability, near-certain ones by logit (ops::kNmsScoreCap): the same proposals
-  // in every runtime.
-  const at::Tensor nms_key = at::where(prob >= ops::kNmsScoreCap, logit, prob);
+  // NMS by probability, near-certain ones by logit (ops::kNmsCertainLogit): the same
+  // proposals in every runtime.
+  const at::Tensor nms_key = at::where(logit >= ops::kNmsCertainLogit, logit, prob);
   const at::Tensor boxes = h.decoded.gather(1, idx.unsqueeze(2).expand({-1, -1, 4}));
 
   for (int64_t i = 0; i < h.num_images; ++i) {

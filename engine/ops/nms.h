@@ -22,12 +22,13 @@ at::Tensor batched_nms(const at::Tensor& boxes, const at::Tensor& scores, const 
 
 // Near-certain candidates. Each runtime's sigmoid and softmax round to exactly 1.0 from
 // another logit (float32 sigmoid: from about 16.0 in ONNX Runtime, 16.6 in LibTorch, 17.3 in
-// OpenVINO), so with large logits the candidates at 1.0 would tie in one runtime and not in
-// another, each runtime would break the ties its own way, and each would keep other boxes.
-// The NMS key of a probability at or above kNmsScoreCap = 1 - 2^-22 (below every runtime's
-// rounding to 1) is therefore its logit (the RPN) or its logit's margin over the next class
-// (the box head): at least about 15, above every probability, in the same order in every
-// runtime. Below the cap the key is the probability itself, as torchvision's.
-inline constexpr float kNmsScoreCap = 1.0f - 1.0f / 4194304.0f;
+// OpenVINO) and round differently just below, so with large logits the candidates near 1.0
+// would tie in one runtime and not in another, each runtime would break the ties its own
+// way, and each would keep other boxes. The NMS key of a candidate whose logit (the RPN's, or
+// for a class its logit against all other classes, l_c - logsumexp_{j != c} l_j) is at least
+// kNmsCertainLogit is therefore that logit: above every probability, in the order of the
+// probabilities, the same in every runtime. Below, the key is the probability itself, as
+// torchvision's (whose order among probabilities above 1 - 6e-6 is its rounding's).
+inline constexpr float kNmsCertainLogit = 12.0f;
 
 }  // namespace mrcnn::ops

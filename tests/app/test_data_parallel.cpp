@@ -486,6 +486,110 @@ class TestDataParallel : public QObject {
              qPrintable(resumed.out.left(3000)));
   }
 
+  // A rank stopped during the sharded evaluation (right after step 4, which evaluates, on a
+  // validation split of 24 images): rank 0 finishes its shard and its evaluation collective
+  // times out, naming rank 1; the launcher kills it; nothing is left; the run resumes.
+  void aRankStalledInTheEvaluationIsNamed() {
+    const QString run_dir = dir_.filePath("stalled_eval");
+    QStringList args = QStringList{"--nproc-per-node", "2"} + trainArgs(run_dir, data_, 1, 400);
+    args << "--set" << "data_config.shapes_dataset.root=" + dir_.filePath("shapes24") << "--set"
+         << "data_config.shapes_dataset.val_images=24" << "--set" << "save_checkpoints_steps=2"
+         << "--set" << "num_steps_per_eval=4" << "--set" << "dist_timeout_seconds=10";
+    QElapsedTimer since_stop;
+    QList<int> engines;
+    const Run stalled = run(workbench_, args, {}, [&](QProcess& p) {
+      QElapsedTimer clock;
+      clock.start();
+      // Step 4's progress event: the evaluation of step 4 starts (step 2 saved a checkpoint).
+      const QRegularExpression step2("\"type\":\"progress\",[^\n]*\"step\":\"4\"");
+      const auto events = [&] {
+        QFile f(run_dir + "/events.jsonl");
+        return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
+      };
+      while (clock.elapsed() < 300000 && !step2.match(events()).hasMatch())
+        QThread::msleep(20);
+      engines = childrenOf(p.processId());
+      QCOMPARE(engines.size(), 2);
+      for (int pid : engines)
+        if (environOf(pid).contains("\nRANK=1\n") || environOf(pid).startsWith("RANK=1\n")) ::kill(pid, SIGSTOP);
+      since_stop.start();
+      p.waitForFinished(120000);
+    });
+    const qint64 took = since_stop.elapsed();
+    qInfo("ended %.1f s after rank 1 stopped (timeout 10 s)", took / 1000.0);
+    QVERIFY2(took < (10 + 15) * 1000, qPrintable(QString::number(took)));
+    QVERIFY2(stalled.exit_code != 0, qPrintable(stalled.err));
+    QVERIFY2(stalled.err.contains("rank 0 of 2: rank 1 stopped answering (its heartbeat stands still)") &&
+                 QRegularExpression("collective \"[^\"]*(evaluation|validation)[^\"]*\"").match(stalled.err).hasMatch() &&
+                 stalled.err.contains("rank 1 was stopped (SIGSTOP or a debugger) and is killed"),
+             qPrintable(stalled.err));
+    for (int pid : engines)
+      QVERIFY2(!QFile::exists("/proc/" + QString::number(pid) + "/cmdline") || environOf(pid).isEmpty(),
+               qPrintable("engine " + QString::number(pid) + " still runs"));
+    const uint64_t saved = last(run_dir).step;
+    QVERIFY(saved == 2 || saved == 4);
+    const Run resumed = run(workbench_, QStringList{"--nproc-per-node", "2"} +
+                                            trainArgs(run_dir, data_, 1, static_cast<int>(saved) + 1) +
+                                            QStringList{"--set", "data_config.shapes_dataset.root=" + dir_.filePath("shapes24"),
+                                                        "--set", "data_config.shapes_dataset.val_images=24"});
+    QVERIFY2(resumed.exit_code == 0, qPrintable(resumed.err + resumed.out.right(2000)));
+    QVERIFY2(resumed.out.contains(QString("resuming at step %1 of %2").arg(saved).arg(saved + 1)),
+             qPrintable(resumed.out.left(3000)));
+  }
+
+  // The same under torchrun (its agent hosts the store the heartbeats count in): rank 0 ends
+  // within the timeout naming rank 1, torchrun exits non-zero and takes its workers down
+  // (the stopped one with SIGKILL after its grace period), and the run resumes.
+  void aStalledRankUnderTorchrunIsNamed() {
+    const QString torchrun =
+        QFileInfo(qEnvironmentVariable("MRCNN_PYTHON")).dir().filePath("torchrun");
+    if (!QFile::exists(torchrun)) QSKIP("no torchrun beside MRCNN_PYTHON");
+    const QString run_dir = dir_.filePath("stalled_torchrun");
+    const QStringList head = {"--standalone", "--nproc-per-node", "2", "--no-python", engine_,
+                              "--spec", sourceDir() + "/specs/shapes_resnet18.txt", "--run-dir", run_dir};
+    QStringList args = head + sets(data_, 1, 400);
+    args << "--set" << "save_checkpoints_steps=2" << "--set" << "dist_timeout_seconds=10";
+    QElapsedTimer since_stop;
+    qint64 rank0_ended = -1;
+    QList<int> engines;
+    const Run stalled = run(torchrun, args, {}, [&](QProcess& p) {
+      QElapsedTimer clock;
+      clock.start();
+      while (clock.elapsed() < 300000 && !QFile::exists(run_dir + "/checkpoints/last"))
+        QThread::msleep(100);
+      engines = childrenOf(p.processId());
+      QCOMPARE(engines.size(), 2);
+      int rank0 = -1;
+      for (int pid : engines) {
+        const QString env = environOf(pid);
+        if (env.contains("\nRANK=1\n") || env.startsWith("RANK=1\n")) ::kill(pid, SIGSTOP);
+        else rank0 = pid;
+      }
+      since_stop.start();
+      while (since_stop.elapsed() < 120000 && QFile::exists("/proc/" + QString::number(rank0) + "/cmdline") &&
+             !environOf(rank0).isEmpty())
+        QThread::msleep(100);
+      rank0_ended = since_stop.elapsed();
+      p.waitForFinished(180000);
+    });
+    qInfo("rank 0 ended %.1f s after rank 1 stopped, torchrun %.1f s (timeout 10 s)",
+          rank0_ended / 1000.0, since_stop.elapsed() / 1000.0);
+    QVERIFY2(rank0_ended >= 0 && rank0_ended < (10 + 15) * 1000, qPrintable(QString::number(rank0_ended)));
+    QVERIFY2(stalled.exit_code != 0, qPrintable(stalled.err.right(3000)));
+    QFile log(run_dir + "/log.txt");
+    QVERIFY(log.open(QIODevice::ReadOnly));
+    const QString text = QString::fromUtf8(log.readAll()) + stalled.err;
+    QVERIFY2(text.contains("rank 0 of 2: rank 1 stopped answering (its heartbeat stands still)"),
+             qPrintable(text.right(3000)));
+    for (int pid : engines)
+      QVERIFY2(!QFile::exists("/proc/" + QString::number(pid) + "/cmdline") || environOf(pid).isEmpty(),
+               qPrintable("engine " + QString::number(pid) + " still runs"));
+    const uint64_t saved = last(run_dir).step;
+    const Run resumed = run(torchrun, head + sets(data_, 1, static_cast<int>(saved) + 1));
+    QVERIFY2(resumed.exit_code == 0, qPrintable(resumed.err.right(3000)));
+    QCOMPARE(last(run_dir).step, saved + 1);
+  }
+
   // --task benchmark with 2 ranks: synthetic batches of the spec's size, the global rate, the
   // step-time percentiles and the all-reduce time; in the precision training would use here
   // (the spec's bf16 on a CPU with native bf16, else fp32 with the fallback warning), not
