@@ -156,3 +156,24 @@ def write_last_result(title, block, path=None):
                 _write(path, doc[:at] + text + "\n" + EARLIER + "\n\n" + doc[at:])
                 return
     replace_subsection(title, LAST_RESULT, text, path)
+
+
+def find_program(name):
+    """One of the build's programs: $MRCNN_BUILD_DIR/bin/NAME (build/ by default); exits
+    saying how to build it when it is not there."""
+    build = os.environ.get("MRCNN_BUILD_DIR", os.path.join(ROOT, "build"))
+    path = os.path.join(build, "bin", name)
+    if not os.access(path, os.X_OK):
+        raise SystemExit(name + " not built: flock /tmp/mrcnn-build.lock scripts/build.sh " + name)
+    return path
+
+
+def report_section(title, header, rows, write):
+    """Prints a result (its header line and table rows) and, with `write`, makes it the whole
+    section `title` of the document."""
+    print(header)
+    print("\n".join(rows))
+    if write:
+        replace_section(title, title + "\n\n" + header + "\n\n" + "\n".join(rows) + "\n")
+        print(f"{benchmarks_path()}: {title[3:]} rewritten")
+

@@ -35,7 +35,7 @@ import tempfile
 import time
 import zlib
 
-from bench_doc import cpu_features, cpu_name, load_average, replace_subsection
+from bench_doc import cpu_features, cpu_name, find_program, load_average, replace_subsection
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LABELS = ["car", "cat", "dog", "person", "tree"]
@@ -109,14 +109,6 @@ def generate(root, count, seed=0):
     with open(os.path.join(cvat_dir, "annotations.xml"), "w") as f:
         f.write("".join(xml))
     return labelme, cvat_dir
-
-
-def find_program(name):
-    build = os.environ.get("MRCNN_BUILD_DIR", os.path.join(ROOT, "build"))
-    path = os.path.join(build, "bin", name)
-    if not os.access(path, os.X_OK):
-        sys.exit(name + " not built: flock /tmp/mrcnn-build.lock scripts/build.sh " + name)
-    return path
 
 
 def time_command(argv, out):

@@ -19,13 +19,12 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 from PIL import Image, ImageDraw
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_doc import ROOT, cpu_features, cpu_name, load_average, replace_section  # noqa: E402
+from bench_doc import ROOT, find_program, load_average, machine_line, report_section  # noqa: E402
 
 SIDE = 1024
 ANCHORS = sum((SIDE >> level) ** 2 for level in range(2, 7)) * 3
@@ -70,14 +69,6 @@ def make_set(folder, count, images, seed):
     return path
 
 
-def find_engine():
-    for candidate in (os.environ.get("MRCNN_BIN_DIR", ""), os.path.join(ROOT, "build", "bin"), os.path.join(ROOT, "build")):
-        path = os.path.join(candidate, "mrcnn-engine")
-        if candidate and os.path.exists(path):
-            return path
-    raise SystemExit("mrcnn-engine not found: build it, or set MRCNN_BIN_DIR")
-
-
 def peak_mib(engine, spec, json_path, image_dir, run_dir, batch, instances):
     sets = ["device=cpu", "total_steps=2", "train_batch_size=%d" % batch, "num_steps_per_eval=1000",
             "save_checkpoints_steps=1000", "logging_frequency=1", "warmup_steps=0",
@@ -102,7 +93,7 @@ def main():
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--write", action="store_true", help="rewrite the section in docs/BENCHMARKS.md")
     args = parser.parse_args()
-    engine = find_engine()
+    engine = find_program("mrcnn-engine")
     load_before = load_average()
     counts = [int(c) for c in args.counts.split(",")]
     rows = ["| instances an image | peak resident MiB | over the 50-instance run | whole IoU matrix (float + its == mask) | losses of the 2 steps |",
@@ -125,14 +116,8 @@ def main():
             rows.append("| %d | %.0f | %+.0f | %.0f | %s |" % (count, mib, mib - base, matrix,
                                                              ", ".join("%.3f" % l for l in losses if l is not None)))
             print(rows[-1], flush=True)
-    header = ("%s, %d cores (`%s`, %s), load average %.1f before the run; batch %d, %d anchors an image:"
-              % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), os.cpu_count(), cpu_name(),
-                 cpu_features(), load_before, args.batch, ANCHORS))
-    print(header)
-    print("\n".join(rows))
-    if args.write:
-        replace_section("## Many instances", "## Many instances\n\n" + header + "\n\n" + "\n".join(rows) + "\n")
-        print("docs/BENCHMARKS.md: Many instances rewritten")
+    header = "%s; batch %d, %d anchors an image:" % (machine_line(load_before), args.batch, ANCHORS)
+    report_section("## Many instances", header, rows, args.write)
 
 
 if __name__ == "__main__":
