@@ -68,9 +68,11 @@ constexpr const char* kUsage =
     "       mrcnn-workbench --headless SPEC --task evaluate [--checkpoint FILE] [--run-dir DIR]\n"
     "       mrcnn-workbench --headless SPEC --task inference --images FILE_OR_DIR [--out DIR] "
     "[--checkpoint FILE] [--backend libtorch|openvino] [--onnx MODEL.onnx] "
+    "[--tile SIZE [--tile-overlap F] [--tile-full] [--tile-merge nmm|nms]] "
     "[--out-annotations DRAFT.json]\n"
     "       mrcnn-workbench --headless SPEC --task export [--checkpoint FILE] [--output-dir DIR] "
-    "[--opset 16|17] [--gen-ds-config] [--images FILE_OR_DIR]\n"
+    "[--opset 16|17] [--gen-ds-config] [--images FILE_OR_DIR] [--data_type fp32|int8 "
+    "[--cal_image_dir DIR] [--batches N] [--cal_cache_file FILE]]\n"
     "       mrcnn-workbench --headless SPEC --task prune --output-dir DIR [--checkpoint FILE] "
     "[--pruning-threshold T] [--normalizer max|L2] [--equalization-criterion "
     "union|intersection|arithmetic_mean|geometric_mean] [--pruning-granularity N] "
@@ -192,7 +194,7 @@ int runHeadless(const std::vector<std::string>& args, const std::string& self) {
       // Every option but these flags takes a value, which goes along (the engine checks
       // the names).
       const bool flag = a == "--version" || a == "--gen-ds-config" || a == "--profile" ||
-                        a == "--copy-images" ||
+                        a == "--copy-images" || a == "--tile-full" ||
                         a.find('=') != std::string::npos;
       if (!flag && i + 1 < args.size()) {
         engine_args.push_back(args[++i]);

@@ -24,11 +24,13 @@ constexpr const char* kModelTaskUsage =
     "                    [--checkpoint FILE] [--overlay-threshold SCORE]\n"
     "                    [--thresholds METRICS_OR_THRESHOLDS.json]\n"
     "                    [--backend libtorch|openvino] [--onnx MODEL.onnx]\n"
+    "                    [--tile SIZE [--tile-overlap F] [--tile-full] [--tile-merge nmm|nms]\n"
+    "                    [--tile-match-threshold T]]\n"
     "                    [--out-annotations DRAFT.json]\n"
     "                    (default images: the spec's validation images; --image-dir is\n"
     "                    --images; DRAFT.json: the detections as COCO annotations to correct)\n"
     "       mrcnn-engine --spec SPEC --task evaluate [--run-dir DIR] [--checkpoint FILE]\n"
-    "                    [--backend libtorch|openvino] [--onnx MODEL.onnx]\n"
+    "                    [--backend libtorch|openvino] [--onnx MODEL.onnx] [--tile SIZE ...]\n"
     "       mrcnn-engine --task dataset_convert --image-dir DIR --annotations FILE.json\n"
     "                    --output-dir DIR [--tag TAG] [--num-shards N]\n"
     "                    [--include-mask true|false]\n"
@@ -37,9 +39,14 @@ constexpr const char* kModelTaskUsage =
     "                    (the spec's train and val sets into RUN_DIR/shards)\n"
     "       mrcnn-engine --spec SPEC --task export [--checkpoint FILE] [--output-dir DIR]\n"
     "                    [--opset 16|17] [--gen-ds-config] [--images FILE_OR_DIR]\n"
+    "                    [--data_type fp32|int8] [--cal_image_dir DIR] [--batches N]\n"
+    "                    [--cal_cache_file FILE] [--cal_range percentile|minmax]\n"
+    "                    [--cal_percentile P]\n"
     "                    (model.onnx, model.pth, labels.txt, export_report.json into a new\n"
     "                    folder, default RUN_DIR/export/<checkpoint>; parity checked with\n"
-    "                    OpenVINO on --images or the spec's validation images)\n"
+    "                    OpenVINO on --images or the spec's validation images; int8 adds\n"
+    "                    model.int8.onnx calibrated on N images of DIR, default 10 of the\n"
+    "                    spec's validation images, and its accuracy cost to the report)\n"
     "       mrcnn-engine --spec SPEC --task prune --output-dir DIR [--checkpoint FILE]\n"
     "                    [--pruning-threshold T] [--normalizer max|L2]\n"
     "                    [--equalization-criterion union|intersection|arithmetic_mean|\n"
@@ -68,6 +75,122 @@ constexpr const char* kUsageEnd =
 // The whole usage text.
 std::string usage() {
   return kModelTaskUsage + fileTaskUsage("mrcnn-engine") + kUsageEnd;
+}
+
+// Tiled inference's options (size 0 without --tile); nullopt after saying what is wrong.
+std::optional<TileOptions> tileOptions(const std::map<std::string, std::string>& values,
+                                       std::ostream& err) {
+  const auto has = [&](const char* key) { return values.count(key) > 0; };
+  const auto get = [&](const char* key) { return has(key) ? values.at(key) : std::string(); };
+  TileOptions tile;
+  if (!has("--tile")) {
+    for (const char* key : {"--tile-overlap", "--tile-full", "--tile-merge",
+                            "--tile-match-threshold"}) {
+      if (has(key)) {
+        err << "mrcnn-engine: " << key << " needs --tile SIZE\n";
+        return std::nullopt;
+      }
+    }
+    return tile;
+  }
+  const auto number = [&](const char* key, double& v) {
+    if (!has(key)) return true;
+    try {
+      size_t used = 0;
+      v = std::stod(get(key), &used);
+      if (used == get(key).size()) return true;
+    } catch (const std::exception&) {
+    }
+    err << "mrcnn-engine: " << key << " " << get(key) << ": not a number\n";
+    return false;
+  };
+  const auto size = wholeNumber(get("--tile"), 0);
+  if (!size) {
+    err << "mrcnn-engine: --tile " << get("--tile") << ": a tile's side in pixels\n";
+    return std::nullopt;
+  }
+  tile.size = static_cast<int>(*size);
+  tile.full_image = has("--tile-full");
+  if (!number("--tile-overlap", tile.overlap) ||
+      !number("--tile-match-threshold", tile.match_threshold)) {
+    return std::nullopt;
+  }
+  try {
+    if (has("--tile-merge")) tile.merge = parseTileMerge(get("--tile-merge"));
+    checkTileOptions(tile);
+  } catch (const std::invalid_argument& e) {
+    err << "mrcnn-engine: " << e.what() << "\n";
+    return std::nullopt;
+  }
+  return tile;
+}
+
+// The export task's options; nullopt after saying what is wrong.
+std::optional<ExportOptions> exportOptions(const std::map<std::string, std::string>& values,
+                                           std::ostream& err) {
+  const auto has = [&](const char* key) { return values.count(key) > 0; };
+  const auto get = [&](const char* key) { return has(key) ? values.at(key) : std::string(); };
+  ExportOptions ex;
+  ex.output_dir = get("--output-dir");
+  ex.gen_ds_config = has("--gen-ds-config");
+  ex.images = get("--images");
+  if (has("--opset")) {
+    const std::string text = get("--opset");
+    if (text != "16" && text != "17") {
+      err << "mrcnn-engine: --opset " << text
+          << ": the export writes opset 16 or 17 (RoiAlign's half-pixel modes need 16)\n";
+      return std::nullopt;
+    }
+    ex.opset = std::stoi(text);
+  }
+  if (has("--data_type")) {
+    ex.data_type = get("--data_type");
+    if (ex.data_type != "fp32" && ex.data_type != "int8") {
+      err << "mrcnn-engine: --data_type " << ex.data_type
+          << ": the export writes fp32 or int8 (bf16 is a runtime choice: the spec's amp_dtype)\n";
+      return std::nullopt;
+    }
+  }
+  const bool int8 = ex.data_type == "int8";
+  for (const char* key : {"--cal_image_dir", "--batches", "--cal_cache_file", "--cal_range",
+                          "--cal_percentile"}) {
+    if (has(key) && !int8) {
+      err << "mrcnn-engine: " << key << " calibrates an int8 export: give --data_type int8\n";
+      return std::nullopt;
+    }
+  }
+  ex.cal_image_dir = get("--cal_image_dir");
+  ex.cal_cache_file = get("--cal_cache_file");
+  if (has("--batches")) {
+    const auto n = wholeNumber(get("--batches"), 1);
+    if (!n) {
+      err << "mrcnn-engine: --batches " << get("--batches")
+          << ": the number of calibration images, a whole number from 1\n";
+      return std::nullopt;
+    }
+    ex.cal_images = *n;
+  }
+  if (has("--cal_range")) {
+    ex.cal_range = get("--cal_range");
+    if (ex.cal_range != "percentile" && ex.cal_range != "minmax") {
+      err << "mrcnn-engine: --cal_range " << ex.cal_range << ": use percentile or minmax\n";
+      return std::nullopt;
+    }
+  }
+  if (has("--cal_percentile")) {
+    try {
+      size_t used = 0;
+      ex.cal_percentile = std::stod(get("--cal_percentile"), &used);
+      if (used != get("--cal_percentile").size() || !(ex.cal_percentile > 90) ||
+          ex.cal_percentile > 100)
+        throw std::invalid_argument("range");
+    } catch (const std::exception&) {
+      err << "mrcnn-engine: --cal_percentile " << get("--cal_percentile")
+          << ": a number in (90, 100]\n";
+      return std::nullopt;
+    }
+  }
+  return ex;
 }
 
 // The prune task's options (TAO's names and defaults); nullopt after saying what is wrong.
@@ -202,6 +325,12 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
     err << "mrcnn-engine: --spec is required for task " << options.task << '\n' << usage_text;
     return kExitUsage;
   }
+  const std::optional<TileOptions> tile = tileOptions(values, err);
+  if (!tile) return kExitUsage;
+  if (tile->size > 0 && task != "evaluate" && task != "inference") {
+    err << "mrcnn-engine: --tile tiles the images of inference and evaluate\n";
+    return kExitUsage;
+  }
   if (task == "validate") return runValidate(options, out, err);
   if (task == "dataset_stats") return runDatasetStats(options, out, err);
   if (task == "label_check") return runLabelCheck(options, *label_check, out, err);
@@ -216,7 +345,7 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
     err << "mrcnn-engine: --onnx runs through OpenVINO: add --backend openvino\n";
     return kExitUsage;
   }
-  if (task == "evaluate") return runEvaluate(options, {backend, get("--onnx")}, out, err);
+  if (task == "evaluate") return runEvaluate(options, {backend, get("--onnx"), *tile}, out, err);
   if (task == "dataset_convert") return runDatasetConvertFromSpec(options, out, err);
   if (task == "benchmark") {
     BenchmarkOptions bench;
@@ -249,6 +378,7 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
     inference.events = true;
     inference.backend = backend;
     inference.onnx = get("--onnx");
+    inference.tile = *tile;
     inference.thresholds = get("--thresholds");
     if (values.count("--overlay-threshold")) {
       try {
@@ -264,20 +394,9 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
     return runInference(options, inference, out, err);
   }
   if (task == "export") {
-    ExportOptions ex;
-    ex.output_dir = get("--output-dir");
-    ex.gen_ds_config = values.count("--gen-ds-config") > 0;
-    ex.images = get("--images");
-    if (values.count("--opset")) {
-      const std::string text = get("--opset");
-      if (text != "16" && text != "17") {
-        err << "mrcnn-engine: --opset " << text
-            << ": the export writes opset 16 or 17 (RoiAlign's half-pixel modes need 16)\n";
-        return kExitUsage;
-      }
-      ex.opset = std::stoi(text);
-    }
-    return runExport(options, ex, out, err);
+    std::optional<ExportOptions> ex = exportOptions(values, err);
+    if (!ex) return kExitUsage;
+    return runExport(options, *ex, out, err);
   }
   if (task == "prune") {
     std::optional<PruneTaskOptions> prune = pruneOptions(values, err);

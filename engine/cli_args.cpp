@@ -16,9 +16,12 @@ const std::set<std::string> kValueOptions = {
     "--steps", "--opset", "--backend", "--onnx", "--pruning-threshold", "--normalizer",
     "--equalization-criterion", "--pruning-granularity", "--min-num-filters",
     "--excluded-layers", "--format", "--input", "--split", "--seed", "--labels",
-    "--score-threshold", "--top", "--out-annotations", "--folds", "--fold-steps"};
+    "--score-threshold", "--top", "--out-annotations", "--folds", "--fold-steps",
+    "--data_type", "--cal_image_dir", "--batches", "--cal_cache_file", "--cal_range",
+    "--cal_percentile", "--tile", "--tile-overlap", "--tile-merge", "--tile-match-threshold"};
 // Options without a value.
-const std::set<std::string> kFlags = {"--gen-ds-config", "--profile", "--copy-images"};
+const std::set<std::string> kFlags = {"--gen-ds-config", "--profile", "--copy-images",
+                                      "--tile-full"};
 
 }  // namespace
 

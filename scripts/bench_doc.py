@@ -6,6 +6,8 @@ a script's --write without touching the real document."""
 import contextlib
 import os
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -166,6 +168,19 @@ def find_program(name):
     if not os.access(path, os.X_OK):
         raise SystemExit(name + " not built: flock /tmp/mrcnn-build.lock scripts/build.sh " + name)
     return path
+
+
+def venv_python(name):
+    """The python of a peer's own venv ($MRCNN_VENV/NAME, .venv/NAME by default), made on first
+    use from scripts/python-requirements-NAME.txt."""
+    venv = os.environ.get("MRCNN_VENV", os.path.join(ROOT, ".venv"))
+    python = os.path.join(venv, name, "bin", "python")
+    if not os.path.exists(python):
+        subprocess.run([sys.executable, "-m", "venv", os.path.join(venv, name)], check=True)
+        subprocess.run([python, "-m", "pip", "install", "-q", "-r",
+                        os.path.join(ROOT, "scripts", "python-requirements-%s.txt" % name)],
+                       check=True)
+    return python
 
 
 def report_section(title, header, rows, write):

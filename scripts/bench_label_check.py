@@ -39,6 +39,8 @@ import time
 import numpy as np
 from pycocotools import mask as mask_utils
 
+from bench_doc import venv_python
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SPEC = os.path.join(ROOT, "specs", "shapes_resnet18.txt")
 KINDS = ["missing", "wrong_class", "shift", "coarse", "spurious", "duplicate"]
@@ -46,16 +48,6 @@ OURS_KIND = {"missing": "missing", "wrong_class": "wrong_class", "shift": "local
              "coarse": "localization", "spurious": "spurious", "duplicate": "duplicate"}
 CLEANLAB_KIND = {"missing": "overlooked", "wrong_class": "swap", "shift": "badloc",
                  "coarse": "badloc", "spurious": "badloc", "duplicate": "badloc"}
-
-
-def venv_python(name):
-    venv = os.environ.get("MRCNN_VENV", os.path.join(ROOT, ".venv"))
-    python = os.path.join(venv, name, "bin", "python")
-    if not os.path.exists(python):
-        subprocess.run([sys.executable, "-m", "venv", os.path.join(venv, name)], check=True)
-        subprocess.run([python, "-m", "pip", "install", "-q", "-r",
-                        os.path.join(ROOT, "scripts", "python-requirements-%s.txt" % name)], check=True)
-    return python
 
 
 def engine_path(build):

@@ -1,9 +1,7 @@
 #include "engine/export/onnx_export.h"
 
 #include <ATen/ATen.h>
-#include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
-#include <onnx/shape_inference/implementation.h>
 
 #include <stdexcept>
 
@@ -65,15 +63,7 @@ OnnxModel exportOnnx(model::MaskRCNNImpl& model, const OnnxExportOptions& option
     g.output(d.masks, "masks", Element::kFloat, {"detections", int64_t{1}, m, m});
   }
 
-  try {
-    onnx::checker::check_model(proto);
-    onnx::ShapeInferenceOptions strict(/*check_type_val=*/true, /*strict_mode_val=*/1);
-    onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), strict);
-  } catch (const std::exception& e) {
-    throw std::runtime_error(std::string("the exported graph fails the ONNX checks: ") + e.what());
-  }
-  // Shape inference annotated the graph's values; the file keeps only what was built.
-  proto.mutable_graph()->clear_value_info();
+  checkModel(proto);
 
   OnnxModel out;
   out.nodes = graph.node_size();

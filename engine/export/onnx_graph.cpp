@@ -1,7 +1,9 @@
 #include "engine/export/onnx_graph.h"
 
 #include <ATen/ATen.h>
+#include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
 
 #include <stdexcept>
 
@@ -196,6 +198,18 @@ Value GraphBuilder::scalar(const Value& x) {
 
 Value GraphBuilder::where(const Value& condition) {
   return reshape(op("NonZero", {condition}), {-1});
+}
+
+void checkModel(onnx::ModelProto& proto) {
+  try {
+    onnx::checker::check_model(proto);
+    onnx::ShapeInferenceOptions strict(/*check_type_val=*/true, /*strict_mode_val=*/1);
+    onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), strict);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("the exported graph fails the ONNX checks: ") + e.what());
+  }
+  // Shape inference annotated the graph's values; the file keeps only what was built.
+  proto.mutable_graph()->clear_value_info();
 }
 
 }  // namespace mrcnn::exporter

@@ -15,6 +15,7 @@
 
 namespace onnx {
 class GraphProto;
+class ModelProto;
 }
 
 namespace mrcnn::exporter {
@@ -93,5 +94,9 @@ class GraphBuilder {
   std::string scope_;
   int64_t counter_ = 0;
 };
+
+// The ONNX checker and strict shape inference over a whole model; the annotations shape
+// inference adds are removed again. Throws std::runtime_error with the checker's message.
+void checkModel(onnx::ModelProto& proto);
 
 }  // namespace mrcnn::exporter

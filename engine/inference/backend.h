@@ -36,6 +36,9 @@ class InferenceBackend {
   // The short name of what it computes in: "fp32", "bf16", "f32"...
   virtual std::string precision() const = 0;
   virtual BackendRun run(const std::vector<std::filesystem::path>& paths) = 0;
+  // The same for decoded images (BGR, 8 bits), in the order given: what the tiler runs its
+  // tiles through (engine/inference/tiled_backend.h).
+  virtual std::vector<model::ImageDetections> detect(const std::vector<cv::Mat>& images) = 0;
 };
 
 }  // namespace mrcnn::engine

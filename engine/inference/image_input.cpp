@@ -106,9 +106,10 @@ InputBatch readImages(const std::vector<std::filesystem::path>& paths,
   return batch;
 }
 
-std::vector<SizedBatch> readImagesBySize(const std::vector<std::filesystem::path>& paths,
-                                         const InputOptions& options) {
-  InputBatch all = decodeAll(paths, options);
+namespace {
+
+// The images of `all` in batches of one padded size each.
+std::vector<SizedBatch> groupBySize(InputBatch all, const InputOptions& options) {
   std::vector<SizedBatch> out;
   std::map<std::array<int, 2>, size_t> by_size;  // padded size -> position in out
   for (size_t i = 0; i < all.inputs.size(); ++i) {
@@ -125,6 +126,24 @@ std::vector<SizedBatch> readImagesBySize(const std::vector<std::filesystem::path
   if (out.empty()) out.emplace_back();
   out.front().batch.skipped = std::move(all.skipped);
   return out;
+}
+
+}  // namespace
+
+std::vector<SizedBatch> readImagesBySize(const std::vector<std::filesystem::path>& paths,
+                                         const InputOptions& options) {
+  return groupBySize(decodeAll(paths, options), options);
+}
+
+std::vector<SizedBatch> batchDecodedBySize(std::vector<cv::Mat> images,
+                                           const InputOptions& options) {
+  InputBatch all;
+  for (cv::Mat& image : images) {
+    const dataset::ResizedSize r = dataset::resizedSize(image.rows, image.cols, options.resize);
+    all.inputs.push_back({{}, image.rows, image.cols, r.height, r.width});
+    all.originals.push_back(std::move(image));
+  }
+  return groupBySize(std::move(all), options);
 }
 
 }  // namespace mrcnn::engine

@@ -72,5 +72,8 @@ struct SizedBatch {
 };
 std::vector<SizedBatch> readImagesBySize(const std::vector<std::filesystem::path>& paths,
                                          const InputOptions& options);
+// Decoded images (BGR, 8 bits) batched the same way (their inputs' paths empty): tiles.
+std::vector<SizedBatch> batchDecodedBySize(std::vector<cv::Mat> images,
+                                           const InputOptions& options);
 
 }  // namespace mrcnn::engine

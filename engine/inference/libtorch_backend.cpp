@@ -25,11 +25,33 @@ class LibTorchBackend final : public InferenceBackend {
   std::string precision() const override { return precision_.name; }
 
   BackendRun run(const std::vector<std::filesystem::path>& paths) override {
-    torch::NoGradGuard no_grad;
-    const std::vector<SizedBatch> groups = readImagesBySize(paths, input_);
     BackendRun out;
+    std::vector<SizedBatch> groups = readImagesBySize(paths, input_);
     out.skipped = groups.front().batch.skipped;
-    for (const SizedBatch& group : groups) {
+    runGroups(groups, [&](size_t index, const InputImage& in, cv::Mat& original,
+                          model::ImageDetections d) {
+      if (out.images.size() <= index) out.images.resize(index + 1);
+      out.images[index] = {in, std::move(original), std::move(d)};
+    });
+    return out;
+  }
+
+  std::vector<model::ImageDetections> detect(const std::vector<cv::Mat>& images) override {
+    std::vector<model::ImageDetections> out(images.size());
+    std::vector<SizedBatch> groups = batchDecodedBySize(images, input_);
+    runGroups(groups, [&](size_t index, const InputImage&, cv::Mat&, model::ImageDetections d) {
+      out[index] = std::move(d);
+    });
+    return out;
+  }
+
+ private:
+  // Each group through the model; `take(index, input, original, detections)` per image, the
+  // detections in the image's own pixels.
+  template <typename Take>
+  void runGroups(std::vector<SizedBatch>& groups, Take&& take) {
+    torch::NoGradGuard no_grad;
+    for (SizedBatch& group : groups) {
       if (group.batch.inputs.empty()) continue;
       std::vector<model::Detections> dets;
       {
@@ -41,14 +63,11 @@ class LibTorchBackend final : public InferenceBackend {
         const model::Detections& d = dets[k];
         const model::Detections cpu{d.boxes.cpu(), d.scores.cpu(), d.labels.cpu(),
                                     d.masks.defined() ? d.masks.cpu() : at::Tensor()};
-        if (out.images.size() <= group.index[k]) out.images.resize(group.index[k] + 1);
-        out.images[group.index[k]] = {
-            in, group.batch.originals[k],
-            model::toOriginalImage(cpu, {in.height, in.width},
-                                   {in.original_height, in.original_width})};
+        take(group.index[k], in, group.batch.originals[k],
+             model::toOriginalImage(cpu, {in.height, in.width},
+                                    {in.original_height, in.original_width}));
       }
     }
-    return out;
   }
 
  private:

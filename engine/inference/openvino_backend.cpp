@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "dataset/image/decode_image.h"
+#include "engine/inference/openvino_input.h"
 #include "engine/ops/paste_masks.h"
 
 namespace mrcnn::engine {
@@ -30,6 +31,18 @@ bool cpuHasBf16(ov::Core& core) {
   return std::find(caps.begin(), caps.end(), ov::device::capability::BF16) != caps.end();
 }
 
+// A QDQ model (an int8 export): quantised weights or FakeQuantize nodes after reading.
+bool isInt8(const ov::Model& model) {
+  for (const auto& op : model.get_ordered_ops()) {
+    if (std::string(op->get_type_name()) == "FakeQuantize") return true;
+    if (op->get_output_size() == 1 && (op->get_output_element_type(0) == ov::element::i8 ||
+                                       op->get_output_element_type(0) == ov::element::u8)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 class OpenVinoBackend final : public InferenceBackend {
  public:
   explicit OpenVinoBackend(const OpenVinoOptions& o) {
@@ -39,6 +52,7 @@ class OpenVinoBackend final : public InferenceBackend {
       const std::shared_ptr<ov::Model> model = core_.read_model(o.onnx.string());
       for (const auto& output : model->outputs())
         with_masks_ = with_masks_ || output.get_names().count("masks") > 0;
+      const bool int8 = isInt8(*model);
       const bool bf16 = o.bf16 && cpuHasBf16(core_);
       ov::AnyMap config{
           {ov::hint::inference_precision.name(), bf16 ? ov::element::bf16 : ov::element::f32}};
@@ -48,6 +62,7 @@ class OpenVinoBackend final : public InferenceBackend {
       precision_ = compiled_.get_property(ov::hint::inference_precision) == ov::element::bf16
                        ? "bf16"
                        : "f32";
+      if (int8) precision_ = "int8+" + precision_;
       cpu_ = core_.get_property("CPU", ov::device::full_name);
     } catch (const std::exception& e) {
       throw std::runtime_error(o.onnx.string() + ": OpenVINO cannot run it: " + e.what());
@@ -72,24 +87,22 @@ class OpenVinoBackend final : public InferenceBackend {
       image.original = std::move(decoded.bgr);
       const int h = image.original.rows, w = image.original.cols;
       image.input = {path, h, w, 0, 0};
-      image.detections = detect(image.original);
+      image.detections = detectOne(image.original);
     }
     return out;
   }
 
+  std::vector<model::ImageDetections> detect(const std::vector<cv::Mat>& images) override {
+    std::vector<model::ImageDetections> out;
+    for (const cv::Mat& image : images)
+      out.push_back(detectOne(image));
+    return out;
+  }
+
  private:
-  model::ImageDetections detect(const cv::Mat& bgr) {
+  model::ImageDetections detectOne(const cv::Mat& bgr) {
     const int h = bgr.rows, w = bgr.cols;
-    // RGB planes in 0..1, written straight into the input tensor.
-    ov::Tensor input(ov::element::f32, {3, static_cast<size_t>(h), static_cast<size_t>(w)});
-    float* data = input.data<float>();
-    std::vector<cv::Mat> planes;
-    cv::split(bgr, planes);
-    for (int c = 0; c < 3; ++c) {
-      cv::Mat plane(h, w, CV_32F, data + static_cast<size_t>(c) * h * w);
-      planes[static_cast<size_t>(2 - c)].convertTo(plane, CV_32F, 1.0 / 255.0);
-    }
-    request_.set_input_tensor(input);
+    request_.set_input_tensor(imageTensor(bgr));
     request_.infer();
 
     model::ImageDetections d;

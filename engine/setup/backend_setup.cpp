@@ -5,6 +5,7 @@
 #include "engine/inference/coco_results.h"
 #include "engine/inference/libtorch_backend.h"
 #include "engine/inference/openvino_backend.h"
+#include "engine/inference/tiled_backend.h"
 #include "engine/setup/model_config.h"
 #include "engine/runtime/precision.h"
 #include "io/atomic_file.h"
@@ -27,6 +28,7 @@ int makeBackend(const BackendRequest& inference, const spec::LoadedSpec& loaded,
   if (inference.backend == "libtorch") {
     backend = makeLibTorchBackend(std::move(net), inputOptionsFromSpec(s, loaded.resolved),
                                   torch_device, *precision);
+    if (inference.tile.size > 0) backend = makeTiledBackend(std::move(backend), inference.tile);
     return kExitOk;
   }
   if (!torch_device.is_cpu()) {
@@ -57,6 +59,7 @@ int makeBackend(const BackendRequest& inference, const spec::LoadedSpec& loaded,
   } catch (const std::exception& e) {
     return report.fail("bad_model", e.what(), kExitBadData);
   }
+  if (inference.tile.size > 0) backend = makeTiledBackend(std::move(backend), inference.tile);
   return kExitOk;
 }
 

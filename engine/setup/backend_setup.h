@@ -12,6 +12,7 @@
 #include "dataset/coco/coco.h"
 #include "eval/evaluator.h"
 #include "engine/inference/backend.h"
+#include "engine/inference/tile_options.h"
 #include "engine/model/mask_rcnn.h"
 #include "engine/setup/categories.h"
 #include "engine/events/task_report.h"
@@ -24,6 +25,8 @@ struct BackendRequest {
   // <dir>/openvino/<weights stem>.onnx, dir the run directory where the task writes into it
   // (an inference with --out elsewhere: that folder).
   std::filesystem::path onnx;
+  // tile.size > 0: the backend runs on tiles (engine/inference/tiled_backend.h).
+  TileOptions tile;
 };
 
 // LibTorch: `net` (with its weights) on `device` in the spec's precision. OpenVINO: on the

@@ -48,8 +48,9 @@ std::string apSummary(const char* name, const eval::EvalResult& r) {
 }
 
 // From the writer's existence on: every outcome is an event.
-// The exported model through OpenVINO on the validation images' files (the first
-// eval_samples of the json), scored as the Validator scores the model.
+// A backend on the validation images' files (the first eval_samples of the json), scored as
+// the Validator scores the model: the exported model through OpenVINO, or either backend on
+// tiles.
 int evaluateWithBackend(const TaskOptions& options, const EvaluateOptions& evaluate,
                         const spec::LoadedSpec& loaded, const fs::path& run_dir,
                         const DataFiles& data, const dataset::CocoDataset& gt, model::MaskRCNN net,
@@ -59,16 +60,16 @@ int evaluateWithBackend(const TaskOptions& options, const EvaluateOptions& evalu
   std::error_code ec;
   if (!fs::is_directory(data.val_image_dir, ec)) {
     return report.fail("bad_spec",
-                       options.spec_path.string() +
-                           ": data_config.val_image_dir: the OpenVINO backend reads image files; "
-                           "this validation set has none",
+                       options.spec_path.string() + ": data_config.val_image_dir: " +
+                           (evaluate.tile.size > 0 ? "tiled evaluation" : "the OpenVINO backend") +
+                           " reads image files; this validation set has none",
                        kExitBadSpec);
   }
   const std::vector<Category> categories = categoryTable(
       data.val_json, net->numClasses(), s.data_config().category_labels() == "category_id");
   std::unique_ptr<InferenceBackend> backend;
   if (const int code =
-          makeBackend(BackendRequest{evaluate.backend, evaluate.onnx}, loaded, options.spec_path,
+          makeBackend(BackendRequest{evaluate.backend, evaluate.onnx, evaluate.tile}, loaded, options.spec_path,
                       device, run_dir, std::move(net), categories, weights, report, backend);
       code != kExitOk) {
     return code;
@@ -158,7 +159,7 @@ int evaluateCheckpoint(const TaskOptions& options, const EvaluateOptions& evalua
   const uint64_t step = train::checkpointStepOf(weights.filename().string()).value_or(0);
 
   ValidationResult v;
-  if (evaluate.backend == "openvino") {
+  if (evaluate.backend == "openvino" || evaluate.tile.size > 0) {
     try {
       if (const int code =
               evaluateWithBackend(options, evaluate, loaded, run_dir, *data, *val_gt,
@@ -191,7 +192,8 @@ int evaluateCheckpoint(const TaskOptions& options, const EvaluateOptions& evalua
   // OpenVINO's numbers beside LibTorch's, not over them.
   const fs::path metrics_path =
       run_dir / "eval" /
-      (weights.stem().string() + (evaluate.backend == "openvino" ? ".openvino" : "") + ".json");
+      (weights.stem().string() + (evaluate.backend == "openvino" ? ".openvino" : "") +
+       (evaluate.tile.size > 0 ? ".tiled" : "") + ".json");
   try {
     io::writeFileAtomic(metrics_path, eval::metricsJson(v.report));
   } catch (const std::exception& e) {

@@ -26,6 +26,7 @@
 #include "engine/setup/data_files.h"
 #include "engine/setup/weights_file.h"
 #include "io/staging_dir.h"
+#include "engine/tasks/export_int8.h"
 #include "engine/tasks/tasks.h"
 #include "engine/events/event_writer.h"
 #include "io/atomic_file.h"
@@ -55,9 +56,40 @@ std::string labelsText(const std::vector<Category>& categories) {
   return text;
 }
 
+// The "int8" object: the calibration, every candidate layer and what was decided, and the
+// comparison with fp32.
+void writeInt8Json(io::JsonWriter& j, const Int8Result& int8, const ExportOptions& options,
+                   const ExportParity& parity) {
+  j.key("int8").beginObject();
+  j.key("file").value("model.int8.onnx");
+  j.key("nodes").value(int8.model.nodes);
+  j.key("weight_bytes").value(int8.model.weight_bytes);
+  j.key("calibration").beginObject();
+  j.key("images").value(int8.images);
+  j.key("cache").value(int8.cache.string());
+  j.key("reused").value(int8.cache_reused);
+  j.key("range").value(options.cal_range);
+  j.key("percentile").value(int8.percentile);
+  j.key("seconds").value(int8.calibration_seconds);
+  j.endObject();
+  j.key("layers").beginArray();
+  for (const exporter::LayerDecision& d : int8.model.layers) {
+    j.beginObject();
+    j.key("weights").value(d.weight);
+    j.key("op").value(d.op);
+    j.key("quantised").value(d.quantised);
+    j.key("why").value(d.why);
+    j.endObject();
+  }
+  j.endArray();
+  if (parity.int8) writeInt8ParityJson(j, *parity.int8);
+  j.endObject();
+}
+
 std::string reportJson(const exporter::OnnxModel& onnx, const exporter::TorchvisionCompat& tv,
                        const fs::path& weights, const ExportOptions& options, bool ds_config,
-                       const ExportParity& parity, const exporter::ParityTolerance& tolerance) {
+                       const ExportParity& parity, const exporter::ParityTolerance& tolerance,
+                       const std::optional<Int8Result>& int8) {
   std::ostringstream s;
   io::JsonWriter j(s);
   j.beginObject();
@@ -87,6 +119,7 @@ std::string reportJson(const exporter::OnnxModel& onnx, const exporter::Torchvis
   j.key("labels").value("labels.txt");
   j.key("deepstream_config").value(ds_config ? "nvinfer_config.txt" : "");
   writeParityJson(j, parity, tolerance);
+  if (int8) writeInt8Json(j, *int8, options, parity);
   j.endObject();
   return s.str();
 }
@@ -128,6 +161,20 @@ ParityInputs parityInputs(const ExportOptions& ex, const spec::LoadedSpec& loade
     if (limit > 0 && in.files.size() > limit) in.files.resize(limit);
   }
   return in;
+}
+
+// The images int8 calibrates on: --cal_image_dir, else the spec's validation images.
+std::vector<fs::path> calibrationImages(const ExportOptions& ex, const DataFiles& data) {
+  std::error_code ec;
+  if (!ex.cal_image_dir.empty()) {
+    if (!fs::is_directory(ex.cal_image_dir, ec)) {
+      throw Int8Refused("no_calibration_images",
+                        "--cal_image_dir " + ex.cal_image_dir.string() + ": not a folder");
+    }
+    return listImages(ex.cal_image_dir);
+  }
+  if (data.val_image_dir.empty() || !fs::is_directory(data.val_image_dir, ec)) return {};
+  return listImages(data.val_image_dir);
 }
 
 int exportModel(const TaskOptions& options, const ExportOptions& ex, const spec::LoadedSpec& loaded,
@@ -223,12 +270,38 @@ int exportModel(const TaskOptions& options, const ExportOptions& ex, const spec:
                           exporter::deepStreamConfig(onnx_options, categories.size(),
                                                      2 * net->roiHeads()->options().mask_roi_size));
     }
+    std::optional<Int8Result> int8;
+    if (ex.data_type == "int8") {
+      Int8Request request;
+      request.fp32_bytes = onnx.bytes;
+      request.dir = dir;
+      request.image_limit = ex.cal_images;
+      request.cache_file = ex.cal_cache_file;
+      request.spec = options.spec_path.string();
+      request.weights = weights.string();
+      request.policy = exporter::defaultInt8Policy();
+      request.policy.range = ex.cal_range == "minmax" ? exporter::RangeChoice::kMinMax
+                                                      : exporter::RangeChoice::kPercentile;
+      request.percentile = ex.cal_percentile;
+      try {
+        request.images = calibrationImages(ex, *data);
+        int8 = exportInt8(request, report);
+      } catch (const Int8Refused& e) {
+        return report.fail(e.code(), e.what(), kExitBadData);
+      }
+      io::requireFreeSpace(dir / "model.int8.onnx", int8->model.bytes.size());
+      io::writeFileAtomic(dir / "model.int8.onnx", int8->model.bytes, {.durable = true});
+      report.log("model.int8.onnx: " + std::to_string(int8->model.nodes) + " nodes, " +
+                 io::byteSize(static_cast<uint64_t>(int8->model.weight_bytes)) +
+                 " of weights; passes the ONNX checker and shape inference");
+    }
     const exporter::ParityTolerance tolerance;
     ExportParity parity;
     try {
       parity = measureExportParity(parityInputs(ex, loaded, *data, categories, report), make_model,
                                    input, dir / "model.onnx",
-                                   s.use_amp() && s.amp_dtype() == "bf16", tolerance, report);
+                                   s.use_amp() && s.amp_dtype() == "bf16", tolerance, report,
+                                   int8 ? dir / "model.int8.onnx" : fs::path());
     } catch (const io::DiskFullError&) {
       throw;
     } catch (const std::exception& e) {
@@ -238,7 +311,7 @@ int exportModel(const TaskOptions& options, const ExportOptions& ex, const spec:
     }
     if (!parity.skipped.empty()) report.warn("no_parity_check", parity.skipped);
     io::writeFileAtomic(dir / "export_report.json",
-                        reportJson(onnx, tv, weights, ex, ex.gen_ds_config, parity, tolerance));
+                        reportJson(onnx, tv, weights, ex, ex.gen_ds_config, parity, tolerance, int8));
     staging.moveTo(out_dir);
     if (parity.skipped.empty() && !parity.unchecked.empty()) {
       return report.fail("export_parity_unchecked",

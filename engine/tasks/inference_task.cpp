@@ -290,7 +290,7 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
   };
 
   std::unique_ptr<InferenceBackend> backend;
-  if (const int code = makeBackend(BackendRequest{inference.backend, inference.onnx}, loaded,
+  if (const int code = makeBackend(BackendRequest{inference.backend, inference.onnx, inference.tile}, loaded,
                                    options.spec_path, device.name, has_run_dir ? run_dir : out_dir,
                                    std::move(net), categories, weights, report, backend);
       code != kExitOk) {

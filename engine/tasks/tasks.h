@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/harness/task_harness.h"
+#include "engine/inference/tile_options.h"
 #include "engine/prune/prune_rules.h"
 
 namespace mrcnn::engine {
@@ -42,6 +43,8 @@ struct InferenceOptions {
   // <run dir>/openvino/<weights stem>.onnx).
   std::string backend = "libtorch";
   std::filesystem::path onnx;
+  // tile.size > 0: each image in tiles, the detections merged (engine/inference/tiling.h).
+  TileOptions tile;
   // The inference task: events (start, log, progress per batch, warning per unreadable image,
   // done) on stdout and, when the run directory exists or is where the outputs go, in its
   // events.jsonl and log.txt. False when another task runs it (the train task's overlays):
@@ -63,9 +66,12 @@ int runInference(const TaskOptions& options, const InferenceOptions& inference, 
 // <run dir>/eval/<checkpoint stem>.json.
 // In the spec's precision; with backend "openvino" the exported model (`onnx`, or the weights
 // exported on the fly) runs through OpenVINO on the validation images' files.
+// With tile.size > 0, the backend (either) runs on tiles of the validation images' files and
+// the metrics go to eval/<checkpoint>[.openvino].tiled.json.
 struct EvaluateOptions {
   std::string backend = "libtorch";
   std::filesystem::path onnx;
+  TileOptions tile;
 };
 int runEvaluate(const TaskOptions& options, const EvaluateOptions& evaluate, std::ostream& out,
                 std::ostream& err);
@@ -172,6 +178,16 @@ struct ExportOptions {
   // The images of the parity check (a file or folder); empty: the spec's validation images
   // (its first eval_samples), with their annotations for mAP.
   std::filesystem::path images;
+  // int8: model.int8.onnx beside model.onnx (TAO's --data_type, --cal_image_dir, --batches,
+  // --cal_cache_file), calibrated on the first cal_images images of cal_image_dir (empty:
+  // the spec's validation images); the cache is reused when it exists and refused when it
+  // was made for another model.
+  std::string data_type = "fp32";
+  std::filesystem::path cal_image_dir;
+  int64_t cal_images = 10;
+  std::filesystem::path cal_cache_file;
+  std::string cal_range = "percentile";  // or "minmax"
+  double cal_percentile = 99.99;
 };
 
 // Exports the spec's model with its weights (as runInference picks them) into a new folder:

@@ -51,12 +51,27 @@ void writeStats(io::JsonWriter& j, const char* key, const std::optional<eval::Ev
   j.endObject();
 }
 
+// One run's row of "runs".
+void writeMeasure(io::JsonWriter& j, const BackendMeasure& m) {
+  j.beginObject();
+  j.key("backend").value(m.backend);
+  j.key("description").value(m.description);
+  j.key("precision").value(m.precision);
+  j.key("seconds").value(m.seconds);
+  if (m.report) {
+    writeStats(j, "bbox", m.report->bbox);
+    writeStats(j, "segm", m.report->segm);
+  }
+  j.endObject();
+}
+
 }  // namespace
 
 ExportParity measureExportParity(const ParityInputs& inputs,
                                  const std::function<model::MaskRCNN()>& make_model,
                                  const InputOptions& input, const fs::path& onnx, bool bf16,
-                                 const exporter::ParityTolerance& tolerance, TaskReport& report) {
+                                 const exporter::ParityTolerance& tolerance, TaskReport& report,
+                                 const fs::path& int8_onnx) {
   ExportParity out;
   if (inputs.files.empty()) {
     out.skipped = "no images to run: give --images, or a spec with validation images";
@@ -105,6 +120,27 @@ ExportParity measureExportParity(const ParityInputs& inputs,
   report.log("parity: " + std::to_string(out.agreed) + " of " + std::to_string(out.reference) +
              " detections agree; " + apText(reference.measure) + "; " + apText(exported.measure));
 
+  if (!int8_onnx.empty()) {
+    Int8Parity& q = out.int8.emplace();
+    OpenVinoOptions o = ov;
+    o.onnx = int8_onnx;
+    Measured int8 = [&] {
+      auto backend = makeOpenVinoBackend(o);
+      return measure(*backend, "openvino", inputs);
+    }();
+    for (size_t i = 0; i < exported.run.images.size() && i < int8.run.images.size(); ++i) {
+      exporter::ImageParity p = exporter::compareDetections(
+          int8.run.images[i].detections, exported.run.images[i].detections, kInt8Tolerance);
+      p.file = exported.run.images[i].input.path.lexically_relative(inputs.root).generic_string();
+      q.reference += p.reference;
+      q.agreed += p.agreed;
+      q.images.push_back(std::move(p));
+    }
+    q.fp32 = exported.measure;
+    q.int8 = int8.measure;
+    report.log("int8: " + std::to_string(q.agreed) + " of " + std::to_string(q.reference) +
+               " fp32 detections agree; " + apText(q.fp32) + "; " + apText(q.int8));
+  }
   if (bf16) {
     Precision p;
     p.autocast = true;
@@ -118,6 +154,42 @@ ExportParity measureExportParity(const ParityInputs& inputs,
     report.log("bf16: " + apText(out.measures[2]) + "; " + apText(out.measures[3]));
   }
   return out;
+}
+
+void writeInt8ParityJson(io::JsonWriter& j, const Int8Parity& q) {
+  j.key("agreement").beginObject();
+  j.key("reference").value(q.reference);
+  j.key("agreed").value(q.agreed);
+  j.key("share").value(q.reference == 0 ? 0.0
+                                        : static_cast<double>(q.agreed) /
+                                              static_cast<double>(q.reference));
+  j.key("tolerance").beginObject();
+  j.key("box_relative").value(kInt8Tolerance.box_rel);
+  j.key("score").value(kInt8Tolerance.score);
+  j.key("mask_iou").value(kInt8Tolerance.mask_iou);
+  j.endObject();
+  j.key("images").beginArray();
+  for (const exporter::ImageParity& p : q.images) {
+    j.beginObject();
+    j.key("file").value(p.file);
+    j.key("detections").beginArray().value(p.ours).value(p.reference).endArray();
+    j.key("agreed").value(p.agreed);
+    j.endObject();
+  }
+  j.endArray();
+  j.endObject();
+  j.key("runs").beginArray();
+  for (const BackendMeasure* m : {&q.fp32, &q.int8})
+    writeMeasure(j, *m);
+  j.endArray();
+  if (q.fp32.report && q.int8.report) {
+    j.key("ap_delta").beginObject();
+    if (q.fp32.report->bbox && q.int8.report->bbox)
+      j.key("bbox").value(q.int8.report->bbox->stats[0] - q.fp32.report->bbox->stats[0]);
+    if (q.fp32.report->segm && q.int8.report->segm)
+      j.key("segm").value(q.int8.report->segm->stats[0] - q.fp32.report->segm->stats[0]);
+    j.endObject();
+  }
 }
 
 void writeParityJson(io::JsonWriter& j, const ExportParity& parity,
@@ -151,18 +223,8 @@ void writeParityJson(io::JsonWriter& j, const ExportParity& parity,
   }
   j.endArray();
   j.key("runs").beginArray();
-  for (const BackendMeasure& m : parity.measures) {
-    j.beginObject();
-    j.key("backend").value(m.backend);
-    j.key("description").value(m.description);
-    j.key("precision").value(m.precision);
-    j.key("seconds").value(m.seconds);
-    if (m.report) {
-      writeStats(j, "bbox", m.report->bbox);
-      writeStats(j, "segm", m.report->segm);
-    }
-    j.endObject();
-  }
+  for (const BackendMeasure& m : parity.measures)
+    writeMeasure(j, m);
   j.endArray();
   j.endObject();
 }

@@ -19,6 +19,12 @@ product never runs Python.
         the share of saturated objectness among each photo's best anchors in the JSON line.
     export_parity.py results A.json B.json
         Two results files of the inference task (two backends) matched with each other.
+    export_parity.py sqnr FP32.onnx INT8.onnx IMAGES_DIR [--min-db 30]
+        int8 against fp32 where the detections do not say it (a seeded random model's
+        detections are near-ties that any noise reorders): the FPN's outputs (the
+        layer_blocks convolutions) of both models, in ONNX Runtime (after the ONNX checker) and
+        in OpenVINO, as the signal-to-quantisation-noise ratio in dB over each image; exits 1
+        when one is below --min-db.
 
 Matching, per image: each detection of the reference (the second file, or the engine) is
 paired with the unpaired detection of the same category whose box overlaps it most (IoU at
@@ -26,7 +32,8 @@ least 0.5). A pair agrees when every box coordinate is within BOX_REL of the ref
 (relative, at least 1 px scale), the score within SCORE and the mask IoU at least MASK_IOU.
 Prints one JSON line (compared, agreed, the worst differences, per image) and exits 1 when
 fewer than REQUIRED_SHARE of the reference's detections agree, or the counts differ by more
-than 2% (tolerances are options: --box-rel, --score, --mask-iou, --share).
+than 2% (tolerances are options: --box-rel, --score, --mask-iou, --share, --count-slack).
+ONNX Runtime's mode runs the ONNX checker (full check, with shape inference) first.
 """
 
 import argparse
@@ -142,7 +149,7 @@ def compare(ours, reference, opts):
         ref = reference.get(name, [])
         mine = list(ours.get(name, []))
         report["counts"][name] = [len(mine), len(ref)]
-        if abs(len(mine) - len(ref)) > max(1, 0.02 * len(ref)):
+        if abs(len(mine) - len(ref)) > max(1, opts.count_slack * len(ref)):
             ok = False
         used = [False] * len(mine)
         for r in sorted(ref, key=lambda d: -d["score"]):
@@ -183,26 +190,83 @@ def images_of(folder, reference):
     return paths
 
 
+def fpn_outputs(path):
+    """The output names of the FPN's layer_blocks convolutions, finest first."""
+    import onnx
+    model = onnx.load(path)
+    return model, [n.output[0] for n in model.graph.node
+                   if n.op_type == "Conv" and "fpn/layer_blocks" in n.input[1]]
+
+
+def sqnr(fp32, int8, folder, min_db):
+    import onnx
+    import onnxruntime as ort
+    import openvino as ov
+    onnx.checker.check_model(int8, full_check=True)
+    runs = {}
+    for tag, path in (("fp32", fp32), ("int8", int8)):
+        model, names = fpn_outputs(path)
+        for name in names:
+            model.graph.output.append(onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None))
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 2
+        session = ort.InferenceSession(model.SerializeToString(), options,
+                                       providers=["CPUExecutionProvider"])
+        ov_model = ov.Core().read_model(path)
+        ov_model.add_outputs(names)
+        compiled = ov.Core().compile_model(ov_model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+        request = compiled.create_infer_request()
+
+        def run_ov(image, request=request, names=names):
+            request.infer({"image": image})
+            return [request.get_tensor(n).data.copy() for n in names]
+        runs[tag] = {"onnxruntime": lambda image, s=session, n=names: s.run(n, {"image": image}),
+                     "openvino": run_ov}
+    report = {"min_db": min_db, "levels": {}}
+    ok = True
+    for path in sorted(glob.glob(os.path.join(folder, "*.png"))):
+        image = rgb01(path)
+        for runtime in ("onnxruntime", "openvino"):
+            ref, got = runs["fp32"][runtime](image), runs["int8"][runtime](image)
+            # Finest first: P2, P3...
+            pairs = sorted(zip(ref, got), key=lambda p: -p[0].size)
+            for level, (a, b) in enumerate(pairs):
+                noise = float(np.sqrt(np.mean((a - b) ** 2)))
+                signal = float(np.sqrt(np.mean(a ** 2)))
+                db = 20 * np.log10(signal / max(noise, 1e-12))
+                key = "%s %s P%d" % (os.path.basename(path), runtime, level + 2)
+                report["levels"][key] = round(db, 1)
+                ok = ok and db >= min_db
+    report["worst_db"] = min(report["levels"].values())
+    return report, ok
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["make", "onnxruntime", "torchvision", "results"])
+    parser.add_argument("mode", choices=["make", "onnxruntime", "torchvision", "results", "sqnr"])
     parser.add_argument("args", nargs="+")
     parser.add_argument("--box-rel", type=float, default=1e-3)
     parser.add_argument("--score", type=float, default=1e-4)
     parser.add_argument("--mask-iou", type=float, default=0.98)
     parser.add_argument("--share", type=float, default=0.98)
+    parser.add_argument("--count-slack", type=float, default=0.02)
+    parser.add_argument("--min-db", type=float, default=30.0)
     opts = parser.parse_args()
     torch.set_num_threads(2)
 
     if opts.mode == "make":
         make(opts.args[0])
         return
-    if opts.mode == "results":
+    if opts.mode == "sqnr":
+        report, ok = sqnr(*opts.args, opts.min_db)
+    elif opts.mode == "results":
         a, b = opts.args
         report, ok = compare(detections_from_results(a), detections_from_results(b), opts)
     elif opts.mode == "onnxruntime":
+        import onnx
         import onnxruntime as ort
         model, folder, engine = opts.args
+        onnx.checker.check_model(model, full_check=True)
         reference = detections_from_results(engine)
         options = ort.SessionOptions()
         options.intra_op_num_threads = 2

@@ -77,6 +77,10 @@ QStringList InferenceRunner::arguments(const InferenceRequest& r) {
       QStringLiteral("--images"), r.images, QStringLiteral("--out"),  r.out};
   if (!r.checkpoint.isEmpty()) args << QStringLiteral("--checkpoint") << r.checkpoint;
   if (r.backend != QStringLiteral("libtorch")) args << QStringLiteral("--backend") << r.backend;
+  if (r.tile > 0) {
+    args << QStringLiteral("--tile") << QString::number(r.tile) << QStringLiteral("--tile-overlap")
+         << QString::number(r.tile_overlap, 'g', 6);
+  }
   if (!r.draft_annotations.isEmpty()) {
     args << QStringLiteral("--out-annotations") << r.draft_annotations
          << QStringLiteral("--overlay-threshold") << QString::number(r.draft_threshold, 'g', 6);

@@ -25,6 +25,10 @@ struct InferenceRequest {
   // (--out-annotations); empty: none.
   QString draft_annotations;
   double draft_threshold = 0.5;
+  // > 0: each image in tiles of this side, overlapping by tile_overlap (--tile,
+  // --tile-overlap): for images much larger than the model's input.
+  int tile = 0;
+  double tile_overlap = 0.2;
 };
 
 class InferenceRunner : public QObject {

@@ -1,6 +1,9 @@
 #include "ui/predictions/prediction_view.h"
 
+#include <QCheckBox>
 #include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QSpinBox>
 #include <QDateTime>
 #include <QDir>
 #include <QFileDialog>
@@ -77,6 +80,23 @@ PredictionView::PredictionView(QWidget* parent) : QWidget(parent) {
   backend_->setToolTip(
       tr("What runs the model: the engine's LibTorch model, or the checkpoint exported to ONNX "
          "and run by OpenVINO's runtime (bf16 where the spec asks for it and the CPU has it)"));
+  tile_ = new QCheckBox(tr("Tiles of"), this);
+  tile_->setToolTip(tr("For images much larger than the model's input (aerial, microscopy): "
+                       "each image cut into overlapping tiles, the detections merged back "
+                       "(--tile, --tile-overlap)"));
+  tile_size_ = new QSpinBox(this);
+  tile_size_->setRange(32, 8192);
+  tile_size_->setValue(512);
+  tile_size_->setSuffix(tr(" px"));
+  tile_overlap_ = new QDoubleSpinBox(this);
+  tile_overlap_->setRange(0.0, 0.9);
+  tile_overlap_->setSingleStep(0.05);
+  tile_overlap_->setValue(0.2);
+  tile_overlap_->setPrefix(tr("overlap "));
+  tile_size_->setEnabled(false);
+  tile_overlap_->setEnabled(false);
+  connect(tile_, &QCheckBox::toggled, tile_size_, &QWidget::setEnabled);
+  connect(tile_, &QCheckBox::toggled, tile_overlap_, &QWidget::setEnabled);
   run_image_ = new QPushButton(tr("Run on &image"), this);
   run_image_->setToolTip(tr("Run inference on the image shown (or pick one)"));
   run_folder_ = new QPushButton(tr("Run on &folder…"), this);
@@ -110,6 +130,12 @@ PredictionView::PredictionView(QWidget* parent) : QWidget(parent) {
   form->addRow(tr("Checkpoint"), fileRow(this, checkpoint_, tr("Checkpoint"),
                                          tr("Checkpoints (*.pt *.pth);;All files (*)")));
   form->addRow(tr("Backend"), backend_);
+  auto* tiles = new QHBoxLayout;
+  tiles->addWidget(tile_);
+  tiles->addWidget(tile_size_);
+  tiles->addWidget(tile_overlap_);
+  tiles->addStretch(1);
+  form->addRow(tr("Large images"), tiles);
   auto* buttons = new QHBoxLayout;
   buttons->addWidget(run_image_);
   buttons->addWidget(run_folder_);
@@ -256,6 +282,16 @@ void PredictionView::setCheckpoint(const QString& path) {
 QString PredictionView::backend() const {
   return backend_->currentData().toString();
 }
+int PredictionView::tileSize() const {
+  return tile_->isChecked() ? tile_size_->value() : 0;
+}
+
+void PredictionView::setTiles(int size, double overlap) {
+  tile_->setChecked(size > 0);
+  if (size > 0) tile_size_->setValue(size);
+  tile_overlap_->setValue(overlap);
+}
+
 void PredictionView::setBackend(const QString& backend) {
   const int i = backend_->findData(backend);
   if (i >= 0) backend_->setCurrentIndex(i);
@@ -340,6 +376,8 @@ void PredictionView::runInference(const QString& images) {
   request.spec = spec();
   request.checkpoint = checkpoint();
   request.backend = backend();
+  request.tile = tileSize();
+  request.tile_overlap = tile_overlap_->value();
   request.images = images;
   const QString root =
       !output_root_.isEmpty()

@@ -12,7 +12,10 @@
 #include "ui/common/overlay.h"
 #include "ui/predictions/prediction_results.h"
 
+class QCheckBox;
 class QComboBox;
+class QDoubleSpinBox;
+class QSpinBox;
 class QLabel;
 class QLineEdit;
 class QListWidget;
@@ -44,6 +47,9 @@ class PredictionView : public QWidget {
   // The inference backend: "libtorch" or "openvino".
   QString backend() const;
   void setBackend(const QString& backend);
+  // Tiled inference: the tile's side, 0 for none.
+  int tileSize() const;
+  void setTiles(int size, double overlap);
   // The image the "current image" run uses: the one shown, else the last chosen file.
   QString currentImagePath() const;
 
@@ -110,6 +116,9 @@ class PredictionView : public QWidget {
   QLineEdit* spec_;
   QLineEdit* checkpoint_;
   QComboBox* backend_;
+  QCheckBox* tile_;  // tiled inference, with its side and overlap
+  QSpinBox* tile_size_;
+  QDoubleSpinBox* tile_overlap_;
   QPushButton* run_image_;
   QPushButton* run_folder_;
   QPushButton* stop_;

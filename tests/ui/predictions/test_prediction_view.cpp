@@ -264,6 +264,12 @@ class PredictionViewTest : public QObject {
     QCOMPARE(InferenceRunner::arguments(r),
              QStringList({"--spec", "spec.txt", "--task", "inference", "--images", "/imgs", "--out",
                           "/out", "--checkpoint", "ck.pt", "--backend", "openvino"}));
+    // Tiles: their side and overlap.
+    r.tile = 640;
+    r.tile_overlap = 0.25;
+    QCOMPARE(InferenceRunner::arguments(r).mid(10),
+             QStringList({"--backend", "openvino", "--tile", "640", "--tile-overlap", "0.25"}));
+    r.tile = 0;
     // A stand-in engine keeping the contract: it checks its arguments and writes the results.
     const QString engine = dir_.filePath("fake-engine.sh");
     QFile script(engine);

@@ -1,0 +1,158 @@
+#include "engine/export/calibration.h"
+
+#include <ATen/ATen.h>
+#include <onnx/onnx_pb.h>
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "io/atomic_file.h"
+#include "io/json_writer.h"
+#include "weights/sha256.h"
+
+namespace mrcnn::exporter {
+namespace {
+
+constexpr int64_t kBins = 2048;
+constexpr const char* kFormat = "mrcnn-workbench int8 calibration 1";
+
+// The values below which `share` of the elements fall, from a histogram over [lo, hi]:
+// the upper edge of the bin where the running count reaches it.
+double edgeAt(const at::Tensor& counts, double lo, double hi, double share) {
+  const at::Tensor cumulative = counts.cumsum(0);
+  const double total = cumulative[-1].item<double>();
+  const double target = share * total;
+  const int64_t bin = (cumulative < target).sum().item<int64_t>();
+  const double width = (hi - lo) / static_cast<double>(kBins);
+  return lo + width * static_cast<double>(std::min(bin + 1, kBins));
+}
+
+}  // namespace
+
+void RangeCollector::add(const std::string& value, const at::Tensor& tensor) {
+  if (tensor.numel() == 0) return;
+  const at::Tensor x = tensor.detach().to(at::kFloat).reshape({-1});
+  const auto [mn, mx] = at::aminmax(x);
+  const double lo = mn.item<double>(), hi = mx.item<double>();
+  double low = lo, high = hi;
+  if (hi > lo) {
+    const at::Tensor counts = at::histc(x, kBins, lo, hi).to(at::kDouble);
+    high = edgeAt(counts, lo, hi, percentile_ / 100.0);
+    // The lower end: the same from the other side.
+    low = hi - edgeAt(counts.flip({0}), 0.0, hi - lo, percentile_ / 100.0);
+  }
+  auto [it, fresh] = sums_.try_emplace(value);
+  ActivationRange& r = it->second;
+  if (fresh) {
+    r.min = lo;
+    r.max = hi;
+  }
+  r.min = std::min(r.min, lo);
+  r.max = std::max(r.max, hi);
+  r.low += low;
+  r.high += high;
+  r.images += 1;
+}
+
+ActivationRanges RangeCollector::ranges() const {
+  ActivationRanges out = sums_;
+  for (auto& [name, r] : out) {
+    r.low /= static_cast<double>(r.images);
+    r.high /= static_cast<double>(r.images);
+  }
+  return out;
+}
+
+std::string modelFingerprint(const std::string& model_bytes) {
+  onnx::ModelProto proto;
+  if (!proto.ParseFromString(model_bytes))
+    throw std::invalid_argument("int8: the fp32 model could not be read as ONNX");
+  std::string graph;
+  proto.graph().SerializeToString(&graph);
+  weights::Sha256 hash;
+  hash.update(graph.data(), graph.size());
+  return hash.hex();
+}
+
+void writeCalibrationCache(const std::filesystem::path& file, const CalibrationCache& cache) {
+  std::ostringstream s;
+  {
+    io::JsonWriter j(s);
+    j.beginObject();
+    j.key("format").value(kFormat);
+    j.key("model_fingerprint").value(cache.fingerprint);
+    j.key("spec").value(cache.spec);
+    j.key("weights").value(cache.weights);
+    j.key("percentile").value(cache.percentile);
+    j.key("images").value(cache.images);
+    j.key("activations").beginObject();
+    for (const auto& [name, r] : cache.ranges) {
+      j.key(name).beginObject();
+      j.key("min").value(r.min);
+      j.key("max").value(r.max);
+      j.key("low").value(r.low);
+      j.key("high").value(r.high);
+      j.key("images").value(r.images);
+      j.endObject();
+    }
+    j.endObject();
+    j.endObject();
+  }
+  io::writeFileAtomic(file, s.str() + "\n");
+}
+
+CalibrationCache readCalibrationCache(const std::filesystem::path& file) {
+  const std::string where = file.string() + ": ";
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (const auto error = parser.load(file.string()).get(doc); error != simdjson::SUCCESS) {
+    throw CalibrationCacheError(where + "not a calibration cache (" +
+                                simdjson::error_message(error) + ")");
+  }
+  const auto text = [&](const char* key) {
+    std::string_view v;
+    if (doc[key].get(v) != simdjson::SUCCESS)
+      throw CalibrationCacheError(where + "\"" + key + "\": missing or not a string");
+    return std::string(v);
+  };
+  if (text("format") != kFormat) {
+    throw CalibrationCacheError(where + "\"format\" is \"" + text("format") + "\", not \"" +
+                                kFormat + "\"");
+  }
+  CalibrationCache cache;
+  cache.fingerprint = text("model_fingerprint");
+  cache.spec = text("spec");
+  cache.weights = text("weights");
+  if (doc["percentile"].get(cache.percentile) != simdjson::SUCCESS ||
+      doc["images"].get(cache.images) != simdjson::SUCCESS) {
+    throw CalibrationCacheError(where + "\"percentile\" or \"images\": missing or not a number");
+  }
+  simdjson::dom::object activations;
+  if (doc["activations"].get(activations) != simdjson::SUCCESS)
+    throw CalibrationCacheError(where + "\"activations\": missing or not an object");
+  for (const auto field : activations) {
+    const std::string name(field.key);
+    ActivationRange r;
+    const auto number = [&](const char* key, double& v) {
+      if (field.value[key].get(v) != simdjson::SUCCESS) {
+        throw CalibrationCacheError(where + "activations \"" + name + "\": \"" + key +
+                                    "\" missing or not a number");
+      }
+    };
+    number("min", r.min);
+    number("max", r.max);
+    number("low", r.low);
+    number("high", r.high);
+    if (field.value["images"].get(r.images) != simdjson::SUCCESS || r.images <= 0 ||
+        !(r.min <= r.max) || !std::isfinite(r.min) || !std::isfinite(r.max)) {
+      throw CalibrationCacheError(where + "activations \"" + name +
+                                  "\": not a measured range (images, min <= max)");
+    }
+    cache.ranges[name] = r;
+  }
+  return cache;
+}
+
+}  // namespace mrcnn::exporter

@@ -1,0 +1,209 @@
+#include "engine/inference/tiling.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+
+namespace mrcnn::engine {
+namespace {
+
+// The start of each tile along one side.
+std::vector<int> starts(int side, int size, int stride) {
+  if (side <= size) return {0};
+  std::vector<int> out;
+  for (int s = 0;; s += stride) {
+    if (s + size >= side) {
+      out.push_back(side - size);  // the last one ends at the edge
+      break;
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+// One detection of one tile, in the image's pixels; its mask as the crop under its box.
+struct Candidate {
+  std::array<float, 4> box{};
+  float score = 0;
+  int64_t label = 0;
+  at::Tensor mask;  // uint8 [h, w] at (mask_x, mask_y), or undefined
+  int mask_x = 0, mask_y = 0;
+};
+
+std::vector<Candidate> candidatesOf(const TileDetections& t) {
+  std::vector<Candidate> out;
+  const model::ImageDetections& d = t.detections;
+  if (!d.boxes.defined() || d.boxes.size(0) == 0) return out;
+  const at::Tensor boxes = d.boxes.to(at::kFloat).contiguous();
+  const at::Tensor scores = d.scores.to(at::kFloat).contiguous();
+  const at::Tensor labels = d.labels.to(at::kLong).contiguous();
+  const float* b = boxes.data_ptr<float>();
+  for (int64_t k = 0; k < boxes.size(0); ++k) {
+    Candidate c;
+    c.box = {b[4 * k] + static_cast<float>(t.tile.x), b[4 * k + 1] + static_cast<float>(t.tile.y),
+             b[4 * k + 2] + static_cast<float>(t.tile.x),
+             b[4 * k + 3] + static_cast<float>(t.tile.y)};
+    c.score = scores[k].item<float>();
+    c.label = labels[k].item<int64_t>();
+    if (d.masks.defined()) {
+      // The mask's pixels inside the tile under the box (pasting can spill a pixel past it:
+      // the crop takes one more on each side).
+      const int64_t h = d.masks.size(1), w = d.masks.size(2);
+      const int64_t x0 = std::clamp<int64_t>(static_cast<int64_t>(std::floor(b[4 * k])) - 1, 0, w);
+      const int64_t y0 =
+          std::clamp<int64_t>(static_cast<int64_t>(std::floor(b[4 * k + 1])) - 1, 0, h);
+      const int64_t x1 =
+          std::clamp<int64_t>(static_cast<int64_t>(std::ceil(b[4 * k + 2])) + 1, x0, w);
+      const int64_t y1 =
+          std::clamp<int64_t>(static_cast<int64_t>(std::ceil(b[4 * k + 3])) + 1, y0, h);
+      c.mask = d.masks[k].slice(0, y0, y1).slice(1, x0, x1).to(at::kByte).clone();
+      c.mask_x = static_cast<int>(x0) + t.tile.x;
+      c.mask_y = static_cast<int>(y0) + t.tile.y;
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+float area(const std::array<float, 4>& b) {
+  return std::max(0.0f, b[2] - b[0]) * std::max(0.0f, b[3] - b[1]);
+}
+
+float intersection(const std::array<float, 4>& a, const std::array<float, 4>& b) {
+  const float w = std::min(a[2], b[2]) - std::max(a[0], b[0]);
+  const float h = std::min(a[3], b[3]) - std::max(a[1], b[1]);
+  return std::max(0.0f, w) * std::max(0.0f, h);
+}
+
+// IoU for nms, intersection over the smaller box for nmm.
+float match(const std::array<float, 4>& a, const std::array<float, 4>& b, TileMerge merge) {
+  const float inter = intersection(a, b);
+  const float denominator =
+      merge == TileMerge::kNms ? area(a) + area(b) - inter : std::min(area(a), area(b));
+  return denominator > 0 ? inter / denominator : 0.0f;
+}
+
+// `into`'s mask or-ed with `from`'s, both in the image's pixels: the crop grows to hold both.
+void mergeMask(Candidate& into, const Candidate& from) {
+  if (!from.mask.defined()) return;
+  if (!into.mask.defined()) {
+    into.mask = from.mask.clone();
+    into.mask_x = from.mask_x;
+    into.mask_y = from.mask_y;
+    return;
+  }
+  const int x0 = std::min(into.mask_x, from.mask_x), y0 = std::min(into.mask_y, from.mask_y);
+  const int x1 = std::max(into.mask_x + static_cast<int>(into.mask.size(1)),
+                          from.mask_x + static_cast<int>(from.mask.size(1)));
+  const int y1 = std::max(into.mask_y + static_cast<int>(into.mask.size(0)),
+                          from.mask_y + static_cast<int>(from.mask.size(0)));
+  at::Tensor grown = at::zeros({y1 - y0, x1 - x0}, at::kByte);
+  for (const Candidate* c : {static_cast<const Candidate*>(&into), &from}) {
+    at::Tensor window = grown.slice(0, c->mask_y - y0, c->mask_y - y0 + c->mask.size(0))
+                            .slice(1, c->mask_x - x0, c->mask_x - x0 + c->mask.size(1));
+    window.copy_(at::maximum(window, c->mask));
+  }
+  into.mask = grown;
+  into.mask_x = x0;
+  into.mask_y = y0;
+}
+
+}  // namespace
+
+void checkTileOptions(const TileOptions& o) {
+  if (o.size < 32) {
+    throw std::invalid_argument("--tile " + std::to_string(o.size) +
+                                ": a tile's side in pixels, at least 32");
+  }
+  if (!(o.overlap >= 0) || o.overlap >= 1) {
+    throw std::invalid_argument("--tile-overlap " + std::to_string(o.overlap) +
+                                ": the share of a tile its neighbour overlaps, in [0, 1)");
+  }
+  if (!(o.match_threshold > 0) || o.match_threshold > 1) {
+    throw std::invalid_argument("--tile-match-threshold " + std::to_string(o.match_threshold) +
+                                ": in (0, 1]");
+  }
+}
+
+TileMerge parseTileMerge(const std::string& text) {
+  if (text == "nms") return TileMerge::kNms;
+  if (text == "nmm") return TileMerge::kNmm;
+  throw std::invalid_argument("--tile-merge " + text + ": use nms or nmm");
+}
+
+std::vector<Tile> tileGrid(int height, int width, const TileOptions& o) {
+  const int stride =
+      std::max(1, o.size - static_cast<int>(std::lround(o.overlap * static_cast<double>(o.size))));
+  std::vector<Tile> out;
+  for (int y : starts(height, o.size, stride)) {
+    for (int x : starts(width, o.size, stride))
+      out.push_back({x, y, std::min(o.size, width), std::min(o.size, height)});
+  }
+  return out;
+}
+
+model::ImageDetections mergeTiles(const std::vector<TileDetections>& tiles, int height, int width,
+                                  const TileOptions& o) {
+  std::vector<Candidate> all;
+  bool with_masks = false;
+  for (const TileDetections& t : tiles) {
+    with_masks = with_masks || t.detections.masks.defined();
+    for (Candidate& c : candidatesOf(t))
+      all.push_back(std::move(c));
+  }
+  std::vector<size_t> order(all.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return all[a].score > all[b].score; });
+
+  // Greedy, by decreasing score, against the original boxes.
+  std::vector<bool> gone(all.size(), false);
+  std::vector<Candidate> kept;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const size_t a = order[i];
+    if (gone[a]) continue;
+    Candidate merged = all[a];
+    for (size_t j = i + 1; j < order.size(); ++j) {
+      const size_t b = order[j];
+      if (gone[b] || all[b].label != all[a].label) continue;
+      if (match(all[a].box, all[b].box, o.merge) <= o.match_threshold) continue;
+      gone[b] = true;
+      if (o.merge == TileMerge::kNmm) {
+        for (int k : {0, 1})
+          merged.box[static_cast<size_t>(k)] =
+              std::min(merged.box[static_cast<size_t>(k)], all[b].box[static_cast<size_t>(k)]);
+        for (int k : {2, 3})
+          merged.box[static_cast<size_t>(k)] =
+              std::max(merged.box[static_cast<size_t>(k)], all[b].box[static_cast<size_t>(k)]);
+        mergeMask(merged, all[b]);
+      }
+    }
+    kept.push_back(std::move(merged));
+  }
+
+  model::ImageDetections out;
+  const int64_t n = static_cast<int64_t>(kept.size());
+  out.boxes = at::empty({n, 4}, at::kFloat);
+  out.scores = at::empty({n}, at::kFloat);
+  out.labels = at::empty({n}, at::kLong);
+  if (with_masks) out.masks = at::zeros({n, height, width}, at::kByte);
+  for (int64_t k = 0; k < n; ++k) {
+    const Candidate& c = kept[static_cast<size_t>(k)];
+    for (int64_t j = 0; j < 4; ++j)
+      out.boxes[k][j] = c.box[static_cast<size_t>(j)];
+    out.scores[k] = c.score;
+    out.labels[k] = c.label;
+    if (with_masks && c.mask.defined()) {
+      out.masks[k]
+          .slice(0, c.mask_y, c.mask_y + c.mask.size(0))
+          .slice(1, c.mask_x, c.mask_x + c.mask.size(1))
+          .copy_(c.mask);
+    }
+  }
+  return out;
+}
+
+}  // namespace mrcnn::engine

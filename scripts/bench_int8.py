@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""The int8 export (mrcnn-engine --task export --data_type int8) against NNCF's post-training
+quantisation, one run, the same fp32 model.onnx and the same calibration images.
+
+    .venv/bin/python scripts/bench_int8.py [--checkpoint SHAPES.pt] [--train-steps N]
+        [--cal 10] [--photos 4] [--iters 3] [--out DIR] [--write]
+
+Build first: flock /tmp/mrcnn-build.lock scripts/build.sh mrcnn-engine.
+
+Part 1, the trained shapes model (specs/shapes_resnet18.txt; --checkpoint, else trained here
+with the spec's schedule, about 18 minutes on 2 cores): exported with --data_type int8,
+calibrated on the first --cal validation images (by name); NNCF (its venv,
+scripts/python-requirements-nncf.txt) quantises the OpenVINO model read from the same
+model.onnx on the same images (nncf.quantize, default preset, subset_size = --cal) and saves
+it as OpenVINO IR. Each model is evaluated by the engine on the 50 validation images
+(--task evaluate --backend openvino --onnx FILE: COCO bbox and segm AP) and timed with
+OpenVINO's Python API.
+
+Part 2, torchvision's R50-FPN on photos (bench_export.py's seeded weights and 640x480
+tinycoco photos): the same export and quantisation, calibrated on the first --cal photos;
+timed per image: torchvision fp32 eager, OpenVINO f32, bf16 where the CPU has it, our int8,
+NNCF's int8, with agreement with OpenVINO f32 (share of its detections matched by one of the
+same category with box IoU >= 0.9).
+
+Timing: OpenVINO's Python API on the float image [3, H, W], every core of the machine
+(threads as OpenVINO chooses), the median per image over --iters rounds after one warm-up.
+
+Prints markdown tables; with --write, this CPU's subsection of docs/BENCHMARKS.md ("## int8
+export vs NNCF", "### <CPU name> (<its vector extensions>)") becomes this run's machine, date
+and tables; other CPUs' subsections stay.
+"""
+
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from bench_doc import (cpu_features, cpu_name, find_program, load_average,  # noqa: E402
+                       machine_line, replace_subsection, venv_python)
+from bench_export import agreement, openvino_runner, prepare, timed, torchvision_runner  # noqa: E402
+
+SECTION = "## int8 export vs NNCF"
+SHAPES_SPEC = os.path.join(ROOT, "specs", "shapes_resnet18.txt")
+R50_SPEC = os.path.join(ROOT, "specs", "coco_torchvision_r50.txt")
+
+NNCF_RUN = r"""
+import sys, time, numpy as np, openvino as ov, nncf
+from PIL import Image
+src, dst, images = sys.argv[1], sys.argv[2], sys.argv[3:]
+def transform(path):
+    return {"image": np.ascontiguousarray(np.asarray(Image.open(path).convert("RGB"),
+            dtype=np.float32).transpose(2, 0, 1) / 255.0)}
+model = ov.Core().read_model(src)
+start = time.perf_counter()
+quantized = nncf.quantize(model, nncf.Dataset(images, transform), subset_size=len(images))
+print("nncf %s: quantised in %.1f s" % (nncf.__version__, time.perf_counter() - start))
+ov.save_model(quantized, dst)
+"""
+
+
+def run(cmd, **kw):
+    print("+", " ".join(cmd), flush=True)
+    return subprocess.run(cmd, check=True, **kw)
+
+
+def images_in(folder):
+    return sorted(p for p in glob.glob(os.path.join(folder, "*"))
+                  if os.path.splitext(p)[1].lower() in (".png", ".jpg", ".jpeg"))
+
+
+def train_shapes(engine, out, steps):
+    run_dir = os.path.join(out, "shapes_run")
+    last = os.path.join(run_dir, "checkpoints", "last")
+    if not os.path.exists(last):
+        cmd = [engine, "--spec", SHAPES_SPEC, "--run-dir", run_dir, "--set", "device=cpu",
+               "--set", "data_config.shapes_dataset.root=" + os.path.join(out, "shapes"),
+               "--set", "target_bbox_map=0", "--set", "target_segm_map=0"]
+        if steps:
+            cmd += ["--set", "total_steps=%d" % steps]
+        run(cmd, stdout=subprocess.DEVNULL)
+    with open(last) as f:
+        return os.path.join(run_dir, "checkpoints", f.read().strip())
+
+
+def export_int8(engine, spec, checkpoint, out_dir, cal_dir, cal, extra):
+    if not os.path.exists(os.path.join(out_dir, "model.int8.onnx")):
+        run([engine, "--spec", spec, "--task", "export", "--checkpoint", checkpoint,
+             "--output-dir", out_dir, "--data_type", "int8", "--cal_image_dir", cal_dir,
+             "--batches", str(cal), "--set", "device=cpu"] + extra, stdout=subprocess.DEVNULL)
+    with open(os.path.join(out_dir, "export_report.json")) as f:
+        return json.load(f)
+
+
+def nncf_quantize(onnx, dst, images):
+    if not os.path.exists(dst):
+        run([venv_python("nncf"), "-c", NNCF_RUN, onnx, dst] + images)
+    return dst
+
+
+def evaluate(engine, model, extra):
+    """bbox and segm AP of one model through the engine's OpenVINO backend."""
+    out = run([engine, "--spec", SHAPES_SPEC, "--task", "evaluate", "--backend", "openvino",
+               "--onnx", model, "--set", "device=cpu"] + extra,
+              stdout=subprocess.PIPE, text=True).stdout
+    for line in out.splitlines():
+        event = json.loads(line) if line.startswith("{") else {}
+        if event.get("type") == "eval":
+            return event["bbox"]["stats"][0], event["segm"]["stats"][0]
+    raise SystemExit("no eval event from the engine for " + model)
+
+
+def has_bf16():
+    return "avx512_bf16" in cpu_features() or "amx_bf16" in cpu_features()
+
+
+def shapes_part(engine, args):
+    checkpoint = args.checkpoint or train_shapes(engine, args.out, args.train_steps)
+    data = ["--set", "data_config.shapes_dataset.root=" + os.path.join(args.out, "shapes")]
+    val = os.path.join(args.out, "shapes", "images", "val")
+    cal = images_in(val)[:args.cal]
+    export = os.path.join(args.out, "shapes_export")
+    report = export_int8(engine, SHAPES_SPEC, checkpoint, export, val, args.cal, data)
+    nncf = nncf_quantize(os.path.join(export, "model.onnx"),
+                         os.path.join(args.out, "shapes_nncf", "model.xml"), cal)
+    models = [("OpenVINO f32", os.path.join(export, "model.onnx"), ["--set", "use_amp=False"])]
+    if has_bf16():
+        models.append(("OpenVINO bf16", os.path.join(export, "model.onnx"),
+                       ["--set", "use_amp=True", "--set", "amp_dtype=bf16"]))
+    models += [("ours int8", os.path.join(export, "model.int8.onnx"), ["--set", "use_amp=False"]),
+               ("NNCF int8", nncf, ["--set", "use_amp=False"])]
+    paths = images_in(val)
+    rows, base = [], None
+    for name, model, extra in models:
+        bbox, segm = evaluate(engine, model, extra + data + ["--set", "data_config.eval_samples=0"])
+        runner, _ = openvino_runner(model, "bf16" in name)
+        ms, _ = timed(runner, paths, 1, args.iters)
+        base = base or (bbox, segm, ms)
+        rows.append("| %s | %.3f | %+.3f | %.3f | %+.3f | %.1f | %.2fx |" % (
+            name, bbox, bbox - base[0], segm, segm - base[1], ms, base[2] / ms))
+    layers = report["int8"]["layers"]
+    quantised = sum(1 for layer in layers if layer["quantised"])
+    header = ("Shapes (ResNet-18 FPN, %s): %d validation images (128-192 px), calibration on "
+              "the first %d; %d of %d layers int8 (ours)." % (
+                  os.path.basename(checkpoint), len(paths), len(cal), quantised, len(layers)))
+    table = ["| model | bbox AP | vs f32 | segm AP | vs f32 | ms / image | speed vs f32 |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"] + rows
+    return header, table
+
+
+def r50_part(engine, args):
+    work = os.path.join(args.out, "r50")
+    os.makedirs(work, exist_ok=True)
+    weights, photos = prepare(work, max(args.photos, args.cal))
+    paths = images_in(photos)
+    export = os.path.join(work, "export")
+    export_int8(engine, R50_SPEC, weights, export, photos, args.cal, ["--images", photos])
+    nncf = nncf_quantize(os.path.join(export, "model.onnx"),
+                         os.path.join(work, "nncf", "model.xml"), paths[:args.cal])
+    timed_paths = paths[:args.photos]
+    tv_ms, _ = timed(torchvision_runner(weights, False), timed_paths, 1, args.iters)
+    rows = ["| torchvision fp32 (eager) | %.0f | 1.00x | |" % tv_ms]
+    f32_ms, reference = None, None
+    models = [("OpenVINO f32", os.path.join(export, "model.onnx"), False)]
+    if has_bf16():
+        models.append(("OpenVINO bf16", os.path.join(export, "model.onnx"), True))
+    models += [("ours int8", os.path.join(export, "model.int8.onnx"), False),
+               ("NNCF int8", nncf, False)]
+    for name, model, bf16 in models:
+        runner, _ = openvino_runner(model, bf16)
+        ms, last = timed(runner, timed_paths, 1, args.iters)
+        if reference is None:
+            f32_ms, reference = ms, last
+        share, _ = agreement(last, reference)
+        rows.append("| %s | %.0f | %.2fx | %.2fx | %.2f |" % (name, ms, tv_ms / ms, f32_ms / ms,
+                                                              share))
+    rows[0] = "| torchvision fp32 (eager) | %.0f | 1.00x | %.2fx | |" % (tv_ms, f32_ms / tv_ms)
+    header = ("R50-FPN (seeded weights), %d photos 640x480 (800x1066 inside), calibration on "
+              "%d photos." % (len(timed_paths), args.cal))
+    table = ["| model | ms / image | vs torchvision fp32 | vs OpenVINO f32 | agrees with f32 |",
+             "| --- | ---: | ---: | ---: | ---: |"] + rows
+    return header, table
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--checkpoint", help="a trained shapes_resnet18 checkpoint (default: train one)")
+    ap.add_argument("--train-steps", type=int, default=0, help="steps when training here")
+    ap.add_argument("--cal", type=int, default=10, help="calibration images")
+    ap.add_argument("--photos", type=int, default=4, help="R50 photos timed")
+    ap.add_argument("--iters", type=int, default=3)
+    ap.add_argument("--out", default=os.path.join(ROOT, "build", "bench-data", "int8"))
+    ap.add_argument("--skip-r50", action="store_true")
+    ap.add_argument("--write", action="store_true")
+    args = ap.parse_args()
+    engine = find_program("mrcnn-engine")
+    os.makedirs(args.out, exist_ok=True)
+    load_before = load_average()
+    started = time.time()
+    parts = [shapes_part(engine, args)]
+    if not args.skip_r50:
+        parts.append(r50_part(engine, args))
+    block = [machine_line(load_before), ""]
+    for header, table in parts:
+        block += [header, ""] + table + [""]
+    block.append("Run took %.1f min." % ((time.time() - started) / 60))
+    text = "\n".join(block)
+    print(text)
+    if args.write:
+        heading = "### %s (%s)" % (cpu_name(), cpu_features())
+        replace_subsection(SECTION, heading, heading + "\n\n" + text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,187 @@
+// Tiled inference (engine/inference/tiling.h, tiled_backend.h): the grid on sides that are and
+// are not multiples of the stride, and objects cut by tile borders merged back whole. The
+// backend under the tiler is a real detector of its own: each connected region of non-black
+// pixels it is given is one detection (its box, its pixels as the mask, a score that grows with
+// its area), so a tile that holds part of an object reports that part only, as a model would.
+// The tiler with the engine's model and OpenVINO: tests/app/test_tiled_inference.cpp.
+// LibTorch's headers before Qt's (Qt's `slots` macro).
+// clang-format off
+#include <ATen/ATen.h>
+#include <opencv2/imgproc.hpp>
+
+#include "engine/inference/tiled_backend.h"
+#include "engine/inference/tiling.h"
+
+#include <QtTest/QtTest>
+// clang-format on
+
+namespace {
+
+using namespace mrcnn::engine;
+
+class RegionDetector final : public InferenceBackend {
+ public:
+  std::string description() const override { return "regions"; }
+  std::string precision() const override { return "exact"; }
+  BackendRun run(const std::vector<std::filesystem::path>&) override { return {}; }
+  std::vector<mrcnn::model::ImageDetections> detect(const std::vector<cv::Mat>& images) override {
+    std::vector<mrcnn::model::ImageDetections> out;
+    for (const cv::Mat& bgr : images) {
+      ++images_seen;
+      cv::Mat gray, labels, stats, centroids;
+      cv::cvtColor(bgr, gray, cv::COLOR_BGR2GRAY);
+      const cv::Mat foreground = gray > 0;
+      const int n = cv::connectedComponentsWithStats(foreground, labels, stats, centroids, 8);
+      mrcnn::model::ImageDetections d;
+      const int64_t k = n - 1;
+      d.boxes = at::empty({k, 4}, at::kFloat);
+      d.scores = at::empty({k}, at::kFloat);
+      d.labels = at::ones({k}, at::kLong);
+      d.masks = at::zeros({k, bgr.rows, bgr.cols}, at::kByte);
+      for (int i = 1; i < n; ++i) {
+        const int x = stats.at<int>(i, cv::CC_STAT_LEFT), y = stats.at<int>(i, cv::CC_STAT_TOP);
+        const int w = stats.at<int>(i, cv::CC_STAT_WIDTH), h = stats.at<int>(i, cv::CC_STAT_HEIGHT);
+        d.boxes[i - 1][0] = x;
+        d.boxes[i - 1][1] = y;
+        d.boxes[i - 1][2] = x + w;
+        d.boxes[i - 1][3] = y + h;
+        d.scores[i - 1] = std::min(1.0, stats.at<int>(i, cv::CC_STAT_AREA) / 100000.0);
+        cv::Mat region = labels == i;
+        d.masks[i - 1].copy_(at::from_blob(region.data, {bgr.rows, bgr.cols}, at::kByte) / 255);
+      }
+      out.push_back(d);
+    }
+    return out;
+  }
+  int images_seen = 0;
+};
+
+double maskIoU(const at::Tensor& a, const at::Tensor& b) {
+  const double inter = at::logical_and(a, b).sum().item<double>();
+  const double uni = at::logical_or(a, b).sum().item<double>();
+  return uni > 0 ? inter / uni : 0.0;
+}
+
+TileOptions tiles(int size, double overlap, TileMerge merge = TileMerge::kNmm) {
+  TileOptions o;
+  o.size = size;
+  o.overlap = overlap;
+  o.merge = merge;
+  return o;
+}
+
+}  // namespace
+
+class TilingTest : public QObject {
+  Q_OBJECT
+ private slots:
+  // 1000 x 700 in tiles of 512 overlapping by 102 px: columns at 0, 410 and 488 (the last moved
+  // back to end at the edge), rows at 0 and 188; every pixel covered, none outside.
+  void theGridOnSidesThatAreNotMultiplesOfTheStride() {
+    const std::vector<Tile> grid = tileGrid(700, 1000, tiles(512, 0.2));
+    QCOMPARE(grid.size(), size_t{6});
+    std::vector<int> xs, ys;
+    for (const Tile& t : grid) {
+      QCOMPARE(t.width, 512);
+      QCOMPARE(t.height, 512);
+      QVERIFY(t.x >= 0 && t.y >= 0 && t.x + t.width <= 1000 && t.y + t.height <= 700);
+      if (t.y == 0) xs.push_back(t.x);
+      if (t.x == 0) ys.push_back(t.y);
+    }
+    QVERIFY(xs == (std::vector<int>{0, 410, 488}));
+    QVERIFY(ys == (std::vector<int>{0, 188}));
+    at::Tensor covered = at::zeros({700, 1000}, at::kInt);
+    for (const Tile& t : grid)
+      covered.slice(0, t.y, t.y + t.height).slice(1, t.x, t.x + t.width) += 1;
+    QVERIFY(covered.min().item<int>() >= 1);
+    // A side that fits one tile is one tile of that side; a whole image that fits is one.
+    const std::vector<Tile> tall = tileGrid(1500, 300, tiles(512, 0.25));
+    for (const Tile& t : tall)
+      QVERIFY(t.x == 0 && t.width == 300 && t.y + t.height <= 1500);
+    QCOMPARE(tileGrid(512, 400, tiles(512, 0.2)).size(), size_t{1});
+  }
+
+  // Objects across a tile border: one that a single tile holds whole (the other sees a
+  // piece), one that no tile holds whole. nmm gives each once, its mask the untiled one.
+  void anObjectCutByATileBorderComesOutOnceAndWhole() {
+    cv::Mat image(700, 1000, CV_8UC3, cv::Scalar(0, 0, 0));
+    cv::ellipse(image, {510, 150}, {60, 40}, 0, 0, 360, cv::Scalar(200, 100, 50), cv::FILLED);
+    cv::ellipse(image, {500, 450}, {150, 60}, 0, 0, 360, cv::Scalar(40, 220, 90), cv::FILLED);
+    RegionDetector alone;
+    const mrcnn::model::ImageDetections untiled = alone.detect({image}).front();
+    QCOMPARE(untiled.boxes.size(0), int64_t{2});
+
+    auto inner = std::make_unique<RegionDetector>();
+    RegionDetector* seen = inner.get();
+    auto tiled = makeTiledBackend(std::move(inner), tiles(512, 0.2));
+    const mrcnn::model::ImageDetections merged = tiled->detect({image}).front();
+    QCOMPARE(seen->images_seen, 6);
+    QCOMPARE(merged.boxes.size(0), int64_t{2});
+    QCOMPARE(merged.masks.sizes(), untiled.masks.sizes());
+    for (int64_t i = 0; i < 2; ++i) {
+      double best = 0;
+      for (int64_t j = 0; j < 2; ++j)
+        best = std::max(best, maskIoU(merged.masks[i], untiled.masks[j]));
+      QVERIFY2(best >= 0.95, qPrintable(QString("object %1: mask IoU %2").arg(i).arg(best)));
+    }
+    QVERIFY(at::allclose(std::get<0>(merged.boxes.sort(0)), std::get<0>(untiled.boxes.sort(0))));
+
+    // nms only drops: a piece whose IoU with the whole is under the threshold (a sliver in the
+    // next row of tiles) stays as a detection of its own. Why nmm is the default.
+    auto nms =
+        makeTiledBackend(std::make_unique<RegionDetector>(), tiles(512, 0.2, TileMerge::kNms));
+    QVERIFY(nms->detect({image}).front().boxes.size(0) > 2);
+  }
+
+  // An image no larger than a tile is not tiled: the inner backend's own result.
+  void aTileLargerThanTheImageRunsItWhole() {
+    cv::Mat image(300, 400, CV_8UC3, cv::Scalar(0, 0, 0));
+    cv::circle(image, {200, 150}, 50, cv::Scalar(255, 255, 255), cv::FILLED);
+    auto inner = std::make_unique<RegionDetector>();
+    RegionDetector* seen = inner.get();
+    auto tiled = makeTiledBackend(std::move(inner), tiles(512, 0.2));
+    const mrcnn::model::ImageDetections d = tiled->detect({image}).front();
+    QCOMPARE(seen->images_seen, 1);
+    QCOMPARE(d.boxes.size(0), int64_t{1});
+    QCOMPARE(d.masks.size(1), int64_t{300});
+  }
+
+  // The whole image as one more tile: its detection merges with the tiles' pieces.
+  void theWholeImageJoinsTheTiles() {
+    cv::Mat image(700, 1000, CV_8UC3, cv::Scalar(0, 0, 0));
+    cv::rectangle(image, {300, 100}, {700, 300}, cv::Scalar(90, 90, 90), cv::FILLED);
+    TileOptions o = tiles(512, 0.2);
+    o.full_image = true;
+    auto inner = std::make_unique<RegionDetector>();
+    RegionDetector* seen = inner.get();
+    auto tiled = makeTiledBackend(std::move(inner), o);
+    const mrcnn::model::ImageDetections d = tiled->detect({image}).front();
+    QCOMPARE(seen->images_seen, 7);
+    QCOMPARE(d.boxes.size(0), int64_t{1});
+    QCOMPARE(d.masks.sum().item<int64_t>(), int64_t{401 * 201});
+  }
+
+  void badTileOptionsAreNamed() {
+    const auto refused = [](TileOptions o, const char* name) {
+      try {
+        checkTileOptions(o);
+      } catch (const std::invalid_argument& e) {
+        return std::string(e.what()).rfind(name, 0) == 0;
+      }
+      return false;
+    };
+    QVERIFY(refused(tiles(512, 1.0), "--tile-overlap"));
+    QVERIFY(refused(tiles(512, -0.1), "--tile-overlap"));
+    QVERIFY(refused(tiles(8, 0.2), "--tile "));
+    QVERIFY(!refused(tiles(512, 0.0), "--tile"));
+    try {
+      parseTileMerge("union");
+      QFAIL("--tile-merge union was accepted");
+    } catch (const std::invalid_argument& e) {
+      QVERIFY(std::string(e.what()).find("--tile-merge union") == 0);
+    }
+  }
+};
+
+QTEST_GUILESS_MAIN(TilingTest)
+#include "test_tiling.moc"
