@@ -196,13 +196,14 @@ def main():
     ap.add_argument("--iters", type=int, default=3)
     ap.add_argument("--out", default=os.path.join(ROOT, "build", "bench-data", "int8"))
     ap.add_argument("--skip-r50", action="store_true")
+    ap.add_argument("--skip-shapes", action="store_true")
     ap.add_argument("--write", action="store_true")
     args = ap.parse_args()
     engine = find_program("mrcnn-engine")
     os.makedirs(args.out, exist_ok=True)
     load_before = load_average()
     started = time.time()
-    parts = [shapes_part(engine, args)]
+    parts = [] if args.skip_shapes else [shapes_part(engine, args)]
     if not args.skip_r50:
         parts.append(r50_part(engine, args))
     block = [machine_line(load_before), ""]
