@@ -180,7 +180,7 @@ def r50_part(engine, args):
                                                               share))
     rows[0] = "| torchvision fp32 (eager) | %.0f | 1.00x | %.2fx | |" % (tv_ms, f32_ms / tv_ms)
     header = ("R50-FPN (seeded weights), %d photos 640x480 (800x1066 inside), calibration on "
-              "%d photos." % (len(timed_paths), args.cal))
+              "%d photos; median of %d rounds." % (len(timed_paths), args.cal, args.iters))
     table = ["| model | ms / image | vs torchvision fp32 | vs OpenVINO f32 | agrees with f32 |",
              "| --- | ---: | ---: | ---: | ---: |"] + rows
     return header, table
