@@ -171,6 +171,40 @@ class QuantizeTest : public QObject {
     }
   }
 
+  // A layer reading a quantised layer's output directly stays float (OpenVINO 2026.4 gives
+  // zeros from such a pair); one behind an activation does not. The rule can be turned off.
+  void aLayerReadingAnInt8LayerDirectlyStaysFloat() {
+    onnx::ModelProto proto;
+    proto.set_ir_version(onnx::IR_VERSION);
+    proto.add_opset_import()->set_version(17);
+    proto.mutable_graph()->set_name("chain");
+    GraphBuilder g(*proto.mutable_graph());
+    const Value x = g.input("x", Element::kFloat, {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{4}});
+    const std::vector<Attribute> k1 = {{"kernel_shape", std::vector<int64_t>{1, 1}}};
+    const Value a = g.op("Conv", {x, g.weight("a.weight", at::randn({2, 2, 1, 1}))}, k1);
+    const Value b = g.op("Conv", {a, g.weight("b.weight", at::randn({2, 2, 1, 1}))}, k1);
+    const Value c =
+        g.op("Conv", {g.op("Relu", {b}), g.weight("c.weight", at::randn({2, 2, 1, 1}))}, k1);
+    g.output(c, "y", Element::kFloat, {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{4}});
+    std::string bytes;
+    proto.SerializeToString(&bytes);
+    ActivationRanges ranges;
+    for (const QuantCandidate& cand : quantCandidates(bytes))
+      ranges[cand.inputs.front()] = {-1, 1, -1, 1, 1};
+    Int8Policy policy;
+    const Int8Model q = quantizeQdq(bytes, ranges, policy);
+    QCOMPARE(q.layers.size(), size_t{3});
+    QVERIFY(q.layers[0].quantised);
+    QVERIFY(!q.layers[1].quantised);
+    QVERIFY2(q.layers[1].why.find("reads the output of a.weight") != std::string::npos,
+             q.layers[1].why.c_str());
+    QVERIFY(q.layers[2].quantised);
+    QCOMPARE(calibrationValues(bytes, policy).size(), size_t{2});
+    policy.float_after_quantised = false;
+    const Int8Model all = quantizeQdq(bytes, ranges, policy);
+    QVERIFY(all.layers[0].quantised && all.layers[1].quantised && all.layers[2].quantised);
+  }
+
   // 0..9999 as one image: the extremes exact, the 99% ends within a bin of 100 and 9900;
   // over two images the percentile ends are the mean, the extremes the extremes.
   void rangesFromKnownValues() {
