@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <opencv2/core/mat.hpp>
 #include <string>
@@ -40,5 +41,10 @@ class InferenceBackend {
   // tiles through (engine/inference/tiled_backend.h).
   virtual std::vector<model::ImageDetections> detect(const std::vector<cv::Mat>& images) = 0;
 };
+
+// run() for a backend that takes one decoded image at a time: each file decoded in turn
+// (the unreadable ones skipped, with why) and its detections from `detect`.
+BackendRun runFileByFile(const std::vector<std::filesystem::path>& paths,
+                         const std::function<model::ImageDetections(const cv::Mat&)>& detect);
 
 }  // namespace mrcnn::engine

@@ -8,7 +8,6 @@
 #include <openvino/openvino.hpp>
 #include <stdexcept>
 
-#include "dataset/image/decode_image.h"
 #include "engine/inference/openvino_input.h"
 #include "engine/ops/paste_masks.h"
 
@@ -75,21 +74,8 @@ class OpenVinoBackend final : public InferenceBackend {
   }
   std::string precision() const override { return precision_; }
 
-  BackendRun run(const std::vector<fs::path>& paths) override {
-    BackendRun out;
-    for (const fs::path& path : paths) {
-      dataset::DecodedImage decoded = dataset::readImageFile(path);
-      if (!decoded.ok()) {
-        out.skipped.push_back({path, decoded.problem});
-        continue;
-      }
-      BackendImage& image = out.images.emplace_back();
-      image.original = std::move(decoded.bgr);
-      const int h = image.original.rows, w = image.original.cols;
-      image.input = {path, h, w, 0, 0};
-      image.detections = detectOne(image.original);
-    }
-    return out;
+  BackendRun run(const std::vector<std::filesystem::path>& paths) override {
+    return runFileByFile(paths, [this](const cv::Mat& image) { return detectOne(image); });
   }
 
   std::vector<model::ImageDetections> detect(const std::vector<cv::Mat>& images) override {

@@ -3,7 +3,6 @@
 #include <opencv2/core.hpp>
 #include <sstream>
 
-#include "dataset/image/decode_image.h"
 
 namespace mrcnn::engine {
 namespace {
@@ -35,19 +34,7 @@ class TiledBackend final : public InferenceBackend {
   }
 
   BackendRun run(const std::vector<std::filesystem::path>& paths) override {
-    BackendRun out;
-    for (const std::filesystem::path& path : paths) {
-      dataset::DecodedImage decoded = dataset::readImageFile(path);
-      if (!decoded.ok()) {
-        out.skipped.push_back({path, decoded.problem});
-        continue;
-      }
-      BackendImage& image = out.images.emplace_back();
-      image.original = std::move(decoded.bgr);
-      image.input = {path, image.original.rows, image.original.cols, 0, 0};
-      image.detections = detectOne(image.original);
-    }
-    return out;
+    return runFileByFile(paths, [this](const cv::Mat& image) { return detectOne(image); });
   }
 
  private:

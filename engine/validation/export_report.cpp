@@ -51,6 +51,21 @@ void writeStats(io::JsonWriter& j, const char* key, const std::optional<eval::Ev
   j.endObject();
 }
 
+// Each image of `ours` against the same image of `reference`: the per-image comparisons and the
+// totals added to `images`, `total` and `agreed`.
+void compareRuns(const BackendRun& ours, const BackendRun& reference, const fs::path& root,
+                 const exporter::ParityTolerance& tolerance,
+                 std::vector<exporter::ImageParity>& images, int64_t& total, int64_t& agreed) {
+  for (size_t i = 0; i < reference.images.size() && i < ours.images.size(); ++i) {
+    exporter::ImageParity p = exporter::compareDetections(
+        ours.images[i].detections, reference.images[i].detections, tolerance);
+    p.file = reference.images[i].input.path.lexically_relative(root).generic_string();
+    total += p.reference;
+    agreed += p.agreed;
+    images.push_back(std::move(p));
+  }
+}
+
 // One run's row of "runs".
 void writeMeasure(io::JsonWriter& j, const BackendMeasure& m) {
   j.beginObject();
@@ -92,14 +107,8 @@ ExportParity measureExportParity(const ParityInputs& inputs,
     auto backend = makeOpenVinoBackend(ov);
     return measure(*backend, "openvino", inputs);
   }();
-  for (size_t i = 0; i < reference.run.images.size() && i < exported.run.images.size(); ++i) {
-    exporter::ImageParity p = exporter::compareDetections(
-        exported.run.images[i].detections, reference.run.images[i].detections, tolerance);
-    p.file = reference.run.images[i].input.path.lexically_relative(inputs.root).generic_string();
-    out.reference += p.reference;
-    out.agreed += p.agreed;
-    out.images.push_back(std::move(p));
-  }
+  compareRuns(exported.run, reference.run, inputs.root, tolerance, out.images, out.reference,
+              out.agreed);
   bool counts_ok = reference.run.images.size() == exported.run.images.size();
   for (const exporter::ImageParity& p : out.images) {
     const double slack = std::max(1.0, 0.02 * static_cast<double>(p.reference));
@@ -128,14 +137,8 @@ ExportParity measureExportParity(const ParityInputs& inputs,
       auto backend = makeOpenVinoBackend(o);
       return measure(*backend, "openvino", inputs);
     }();
-    for (size_t i = 0; i < exported.run.images.size() && i < int8.run.images.size(); ++i) {
-      exporter::ImageParity p = exporter::compareDetections(
-          int8.run.images[i].detections, exported.run.images[i].detections, kInt8Tolerance);
-      p.file = exported.run.images[i].input.path.lexically_relative(inputs.root).generic_string();
-      q.reference += p.reference;
-      q.agreed += p.agreed;
-      q.images.push_back(std::move(p));
-    }
+    compareRuns(int8.run, exported.run, inputs.root, kInt8Tolerance, q.images, q.reference,
+                q.agreed);
     q.fp32 = exported.measure;
     q.int8 = int8.measure;
     report.log("int8: " + std::to_string(q.agreed) + " of " + std::to_string(q.reference) +
@@ -160,9 +163,8 @@ void writeInt8ParityJson(io::JsonWriter& j, const Int8Parity& q) {
   j.key("agreement").beginObject();
   j.key("reference").value(q.reference);
   j.key("agreed").value(q.agreed);
-  j.key("share").value(q.reference == 0 ? 0.0
-                                        : static_cast<double>(q.agreed) /
-                                              static_cast<double>(q.reference));
+  j.key("share").value(
+      q.reference == 0 ? 0.0 : static_cast<double>(q.agreed) / static_cast<double>(q.reference));
   j.key("tolerance").beginObject();
   j.key("box_relative").value(kInt8Tolerance.box_rel);
   j.key("score").value(kInt8Tolerance.score);
