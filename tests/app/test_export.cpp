@@ -13,6 +13,7 @@
 #include <QTemporaryDir>
 #include <QtTest/QtTest>
 
+#include "tests/common/export_inputs.h"
 #include "tests/common/process_run.h"
 #include "tests/common/reference_script.h"
 
@@ -68,11 +69,7 @@ class ExportTest : public QObject {
     QVERIFY(dir_.isValid());
     tvSpec_ = sourceDir() + "/specs/coco_torchvision_r50.txt";
     shapesSpec_ = sourceDir() + "/specs/shapes_resnet18.txt";
-    QString log;
-    fixtureError_ = runReferenceScript("tests/engine/export_parity.py", {"make", dir_.path()}, &log,
-                                       kTimeoutMs);
-    qInfo("%s", qPrintable(log));
-    made_ = QJsonDocument::fromJson(log.trimmed().split('\n').last().toUtf8()).object();
+    fixtureError_ = mrcnn::testing::r50Inputs(dir_.path(), &made_);
   }
 
   // torchvision's architecture: model.onnx in ONNX Runtime, model.pth in torchvision and the
@@ -159,13 +156,11 @@ class ExportTest : public QObject {
   // exported, checked against LibTorch by OpenVINO on its validation images with mAP, in
   // ONNX Runtime too; no model.pth, with the reason; the OpenVINO backend exported on the fly.
   void shapesSpecExportsWithItsCanvasAndAnchors() {
+    // Trained 150 steps: a model that detects the shapes a little (bbox AP about 0.03), so
+    // that the parity check compares real detections and an AP that is not 0.
+    const QString trained = mrcnn::testing::shapesRun150(dir_.path());
+    QVERIFY2(trained.isEmpty(), qPrintable(trained));
     const QString run = path("shapes_run");
-    // 150 steps: a model that detects the shapes a little (bbox AP about 0.03), so that the
-    // parity check compares real detections and an AP that is not 0 (about a minute).
-    const Run trained = engine({"--spec", shapesSpec_, "--run-dir", run, "--set", "total_steps=150",
-                                "--set", "save_checkpoints_steps=150", "--set",
-                                "num_steps_per_eval=0", "--set", "data_config.eval_samples=8"});
-    QVERIFY2(trained.code == 0, qPrintable(explain(trained)));
     const Run r = engine({"--spec", shapesSpec_, "--run-dir", run, "--task", "export", "--set",
                           "data_config.eval_samples=8"});
     QVERIFY2(r.code == 0, qPrintable(explain(r)));

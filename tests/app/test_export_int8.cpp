@@ -11,6 +11,7 @@
 #include <QTemporaryDir>
 #include <QtTest/QtTest>
 
+#include "tests/common/export_inputs.h"
 #include "tests/common/process_run.h"
 #include "tests/common/reference_script.h"
 
@@ -78,9 +79,7 @@ class ExportInt8Test : public QObject {
     QVERIFY(dir_.isValid());
     tvSpec_ = sourceDir() + "/specs/coco_torchvision_r50.txt";
     shapesSpec_ = sourceDir() + "/specs/shapes_resnet18.txt";
-    QString log;
-    fixtureError_ = runReferenceScript("tests/engine/export_parity.py", {"make", dir_.path()}, &log,
-                                       kTimeoutMs);
+    fixtureError_ = mrcnn::testing::r50Inputs(dir_.path());
   }
 
   // The R50-FPN calibrated on the photos: model.int8.onnx beside model.onnx, the quantised and
@@ -181,12 +180,9 @@ class ExportInt8Test : public QObject {
   // A shapes model that detects something (150 steps): int8 calibrated on the spec's
   // validation images by default, and the report states its AP next to fp32's.
   void shapesInt8StatesItsAccuracyCost() {
+    const QString trained = mrcnn::testing::shapesRun150(dir_.path());
+    QVERIFY2(trained.isEmpty(), qPrintable(trained));
     const QString run = path("shapes_run");
-    const Run trained = engine({"--spec", shapesSpec_, "--run-dir", run, "--set", "total_steps=150",
-                                "--set", "save_checkpoints_steps=150", "--set",
-                                "num_steps_per_eval=0", "--set", "data_config.eval_samples=8"},
-                               2 * kTimeoutMs);
-    QVERIFY2(trained.code == 0, qPrintable(explain(trained)));
     const QString out = path("shapes_int8");
     const Run r =
         engine({"--spec", shapesSpec_, "--run-dir", run, "--task", "export", "--output-dir", out,

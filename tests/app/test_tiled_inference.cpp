@@ -13,6 +13,7 @@
 #include <QTemporaryDir>
 #include <QtTest/QtTest>
 
+#include "tests/common/export_inputs.h"
 #include "tests/common/process_run.h"
 #include "tests/common/reference_script.h"
 
@@ -63,9 +64,7 @@ class TiledInferenceTest : public QObject {
   void initTestCase() {
     QVERIFY(dir_.isValid());
     spec_ = sourceDir() + "/specs/coco_torchvision_r50.txt";
-    QString log;
-    fixtureError_ = runReferenceScript("tests/engine/export_parity.py", {"make", dir_.path()}, &log,
-                                       kTimeoutMs);
+    fixtureError_ = mrcnn::testing::r50Inputs(dir_.path());
     if (!fixtureError_.isEmpty()) return;
     // The two photos side by side: 1280 x 480 (the portrait one scaled to 480 high).
     QImage mosaic(1280, 480, QImage::Format_RGB888);
