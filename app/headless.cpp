@@ -68,7 +68,7 @@ constexpr const char* kUsage =
     "       mrcnn-workbench --headless SPEC --task evaluate [--checkpoint FILE] [--run-dir DIR]\n"
     "       mrcnn-workbench --headless SPEC --task inference --images FILE_OR_DIR [--out DIR] "
     "[--checkpoint FILE] [--backend libtorch|openvino] [--onnx MODEL.onnx] "
-    "[--tile SIZE [--tile-overlap F] [--tile-full] [--tile-merge nmm|nms]] "
+    "[--tile SIZE [--tile-overlap F] [--tile-full] [--tile-merge nmm|nms]] [--streams N] "
     "[--out-annotations DRAFT.json]\n"
     "       mrcnn-workbench --headless SPEC --task export [--checkpoint FILE] [--output-dir DIR] "
     "[--opset 16|17] [--gen-ds-config] [--images FILE_OR_DIR] [--data_type fp32|int8 "

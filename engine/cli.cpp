@@ -25,10 +25,11 @@ constexpr const char* kModelTaskUsage =
     "                    [--thresholds METRICS_OR_THRESHOLDS.json]\n"
     "                    [--backend libtorch|openvino] [--onnx MODEL.onnx]\n"
     "                    [--tile SIZE [--tile-overlap F] [--tile-full] [--tile-merge nmm|nms]\n"
-    "                    [--tile-match-threshold T]]\n"
+    "                    [--tile-match-threshold T]] [--streams N]\n"
     "                    [--out-annotations DRAFT.json]\n"
     "                    (default images: the spec's validation images; --image-dir is\n"
-    "                    --images; DRAFT.json: the detections as COCO annotations to correct)\n"
+    "                    --images; DRAFT.json: the detections as COCO annotations to correct;\n"
+    "                    --streams N: throughput mode, N images in flight)\n"
     "       mrcnn-engine --spec SPEC --task evaluate [--run-dir DIR] [--checkpoint FILE]\n"
     "                    [--backend libtorch|openvino] [--onnx MODEL.onnx] [--tile SIZE ...]\n"
     "       mrcnn-engine --task dataset_convert --image-dir DIR --annotations FILE.json\n"
@@ -331,6 +332,20 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
     err << "mrcnn-engine: --tile tiles the images of inference and evaluate\n";
     return kExitUsage;
   }
+  int streams = 1;
+  if (values.count("--streams")) {
+    const auto n = wholeNumber(get("--streams"), 1);
+    if (!n || *n > 64) {
+      err << "mrcnn-engine: --streams " << get("--streams")
+          << ": the images in flight at once, a whole number from 1 to 64\n";
+      return kExitUsage;
+    }
+    if (task != "inference") {
+      err << "mrcnn-engine: --streams is inference's throughput mode (--task inference)\n";
+      return kExitUsage;
+    }
+    streams = static_cast<int>(*n);
+  }
   if (task == "validate") return runValidate(options, out, err);
   if (task == "dataset_stats") return runDatasetStats(options, out, err);
   if (task == "label_check") return runLabelCheck(options, *label_check, out, err);
@@ -379,6 +394,7 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
     inference.backend = backend;
     inference.onnx = get("--onnx");
     inference.tile = *tile;
+    inference.streams = streams;
     inference.thresholds = get("--thresholds");
     if (values.count("--overlay-threshold")) {
       try {

@@ -1,6 +1,7 @@
 // The LibTorch backend: the engine's model, batch norms folded, on its device, in the spec's
 // precision (autocast), images batched by padded size (each image's detections are those it
-// gets alone).
+// gets alone). Throughput mode on the CPU (streams > 1): that many threads each take the next
+// file and run it alone on its share of the cores, the results in the files' order.
 #pragma once
 
 #include <c10/core/Device.h>
@@ -13,8 +14,10 @@
 
 namespace mrcnn::engine {
 
-// `model` has its weights; it is moved to `device` and prepared for inference.
+// `model` has its weights; it is moved to `device` and prepared for inference. streams > 1
+// only on the CPU.
 std::unique_ptr<InferenceBackend> makeLibTorchBackend(model::MaskRCNN model, InputOptions input,
-                                                      c10::Device device, Precision precision);
+                                                      c10::Device device, Precision precision,
+                                                      int streams = 1);
 
 }  // namespace mrcnn::engine

@@ -2,7 +2,9 @@
 // OpenVINO's C++ runtime (the PyPI wheel's, found by cmake/MrcnnOpenVINO.cmake) for the CPU,
 // one image a request. Precision: bf16 when asked (the spec's use_amp with amp_dtype bf16)
 // and the CPU has it (AVX-512 BF16 or AMX), else f32 — set explicitly, since OpenVINO's own
-// default on such a CPU is bf16.
+// default on such a CPU is bf16. Throughput mode (streams > 1): the CPU's cores split into
+// that many streams, as many requests in flight, each image given to the next free one and
+// the results kept in the images' order.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +24,7 @@ struct OpenVinoOptions {
   // (category ids) is mapped back to labels with it.
   std::vector<int64_t> category_ids;
   int threads = 0;  // 0: OpenVINO's choice (every core)
+  int streams = 1;  // 1: latency mode, one request; N > 1: throughput mode, N requests
 };
 
 // Throws std::runtime_error naming the file when it cannot be read or compiled.

@@ -26,8 +26,15 @@ int makeBackend(const BackendRequest& inference, const spec::LoadedSpec& loaded,
   if (!precision) return report.fail("bad_spec", spec_path.string() + ": " + error, kExitBadSpec);
   if (!precision->fallback.empty()) report.log(precision->fallback);
   if (inference.backend == "libtorch") {
+    if (inference.streams > 1 && !torch_device.is_cpu()) {
+      return report.fail("bad_options",
+                         "--streams " + std::to_string(inference.streams) +
+                             ": throughput mode runs LibTorch on the CPU; on " + device +
+                             " LibTorch batches the images instead (the spec's eval_batch_size)",
+                         kExitUsage);
+    }
     backend = makeLibTorchBackend(std::move(net), inputOptionsFromSpec(s, loaded.resolved),
-                                  torch_device, *precision);
+                                  torch_device, *precision, inference.streams);
     if (inference.tile.size > 0) backend = makeTiledBackend(std::move(backend), inference.tile);
     return kExitOk;
   }
@@ -38,6 +45,7 @@ int makeBackend(const BackendRequest& inference, const spec::LoadedSpec& loaded,
   OpenVinoOptions ov;
   ov.onnx = inference.onnx;
   ov.bf16 = precision->autocast && precision->dtype == at::kBFloat16;
+  ov.streams = inference.streams;
   for (const Category& c : categories)
     ov.category_ids.push_back(c.id);
   if (ov.onnx.empty()) {

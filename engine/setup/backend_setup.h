@@ -27,6 +27,9 @@ struct BackendRequest {
   std::filesystem::path onnx;
   // tile.size > 0: the backend runs on tiles (engine/inference/tiled_backend.h).
   TileOptions tile;
+  // Throughput mode with this many streams (OpenVINO's, or LibTorch's threads on the CPU:
+  // engine/inference/openvino_backend.h, libtorch_backend.h); 1: latency mode.
+  int streams = 1;
 };
 
 // LibTorch: `net` (with its weights) on `device` in the spec's precision. OpenVINO: on the

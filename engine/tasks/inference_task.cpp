@@ -290,9 +290,11 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
   };
 
   std::unique_ptr<InferenceBackend> backend;
-  if (const int code = makeBackend(BackendRequest{inference.backend, inference.onnx, inference.tile}, loaded,
-                                   options.spec_path, device.name, has_run_dir ? run_dir : out_dir,
-                                   std::move(net), categories, weights, report, backend);
+  const BackendRequest request{inference.backend, inference.onnx, inference.tile,
+                               inference.streams};
+  if (const int code = makeBackend(request, loaded, options.spec_path, device.name,
+                                   has_run_dir ? run_dir : out_dir, std::move(net), categories,
+                                   weights, report, backend);
       code != kExitOk) {
     return code;
   }
@@ -318,7 +320,11 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
   ResultWriter writer{json,       categories, image_ids,         out_dir,
                       inference.overlay_threshold, thresholds, inference.overlays,
                       drafts ? &*drafts : nullptr};
-  const size_t batch_size = std::max<uint32_t>(1, s.eval_batch_size());
+  // Images a chunk (a progress event each): the spec's eval_batch_size; in throughput mode at
+  // least four a stream, so that the streams wait for each other only at a chunk's end.
+  const size_t streams = static_cast<size_t>(std::max(1, inference.streams));
+  const size_t batch_size =
+      std::max<size_t>({1, s.eval_batch_size(), streams > 1 ? 4 * streams : 1});
   const auto started = std::chrono::steady_clock::now();
   const auto seconds = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -45,6 +45,9 @@ struct InferenceOptions {
   std::filesystem::path onnx;
   // tile.size > 0: each image in tiles, the detections merged (engine/inference/tiling.h).
   TileOptions tile;
+  // Throughput mode (--streams N, either backend; LibTorch on the CPU): N images in flight,
+  // read 4N at a time.
+  int streams = 1;
   // The inference task: events (start, log, progress per batch, warning per unreadable image,
   // done) on stdout and, when the run directory exists or is where the outputs go, in its
   // events.jsonl and log.txt. False when another task runs it (the train task's overlays):

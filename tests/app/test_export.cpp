@@ -19,28 +19,14 @@
 
 namespace {
 
-using mrcnn::testing::binDir;
+using mrcnn::testing::engine;
+using mrcnn::testing::explain;
+using mrcnn::testing::readJsonObject;
 using mrcnn::testing::Run;
-using mrcnn::testing::runProcess;
 using mrcnn::testing::runReferenceScript;
 using mrcnn::testing::sourceDir;
 
 constexpr int kTimeoutMs = 300000;
-
-Run engine(const QStringList& args) {
-  return runProcess(binDir() + "/mrcnn-engine", args, QProcessEnvironment::systemEnvironment(),
-                    kTimeoutMs);
-}
-
-QJsonObject readJson(const QString& path) {
-  QFile f(path);
-  if (!f.open(QIODevice::ReadOnly)) return {};
-  return QJsonDocument::fromJson(f.readAll()).object();
-}
-
-QString explain(const Run& r) {
-  return "exit " + QString::number(r.code) + "\n" + r.out + r.err;
-}
 
 }  // namespace
 
@@ -86,7 +72,7 @@ class ExportTest : public QObject {
       QVERIFY2(QFile::exists(out + "/" + file), file);
     }
     QVERIFY2(!QDir(path(".tv_export.partial")).exists(), "the staging folder is left behind");
-    const QJsonObject report = readJson(out + "/export_report.json");
+    const QJsonObject report = readJsonObject(out + "/export_report.json");
     const QJsonObject parity = report["parity"].toObject();
     QVERIFY2(parity["passed"].toBool(), qPrintable(QJsonDocument(parity).toJson()));
     QCOMPARE(parity["images"].toArray().size(), 3);
@@ -146,7 +132,7 @@ class ExportTest : public QObject {
                           path("model_saturated.pt"), "--output-dir", out, "--images",
                           path("images"), "--set", "device=cpu"});
     QVERIFY2(r.code == 0, qPrintable(explain(r)));
-    const QJsonObject parity = readJson(out + "/export_report.json")["parity"].toObject();
+    const QJsonObject parity = readJsonObject(out + "/export_report.json")["parity"].toObject();
     QVERIFY2(parity["passed"].toBool() && parity["reference"].toInt() >= 100 &&
                  parity["agreed"].toInt() >= 0.98 * parity["reference"].toInt(),
              qPrintable(QJsonDocument(parity).toJson()));
@@ -167,7 +153,7 @@ class ExportTest : public QObject {
     const QString out = run + "/export/model.step-150";
     QVERIFY(QFile::exists(out + "/model.onnx"));
     QVERIFY(!QFile::exists(out + "/model.pth"));
-    const QJsonObject report = readJson(out + "/export_report.json");
+    const QJsonObject report = readJsonObject(out + "/export_report.json");
     QVERIFY(report["torchvision"].toObject()["note"].toString().startsWith("no model.pth: "));
     const QJsonObject parity = report["parity"].toObject();
     QVERIFY2(parity["passed"].toBool(), qPrintable(QJsonDocument(parity).toJson()));
@@ -191,6 +177,36 @@ class ExportTest : public QObject {
                            "--backend", "openvino", "--out", path("shapes_ov")});
     QVERIFY2(ov.code == 0, qPrintable(explain(ov)));
     QVERIFY(QFile::exists(run + "/openvino/model.step-150.onnx"));
+
+    // Throughput mode: two streams, four images a stream in flight; the same detections, the
+    // files in the same order.
+    const Run streams = engine({"--spec", shapesSpec_, "--run-dir", run, "--task", "inference",
+                                "--backend", "openvino", "--streams", "2", "--out",
+                                path("shapes_ov_streams")});
+    QVERIFY2(streams.code == 0, qPrintable(explain(streams)));
+    QVERIFY2(streams.out.contains("throughput mode: 2 streams"), qPrintable(streams.out));
+    const auto fileOrder = [](const QString& results) {
+      QFile f(results);
+      QStringList names;
+      if (!f.open(QIODevice::ReadOnly)) return names;
+      for (const QJsonValue& v : QJsonDocument::fromJson(f.readAll()).array()) {
+        const QString name = v.toObject()["file_name"].toString();
+        if (names.isEmpty() || names.last() != name) names << name;
+      }
+      return names;
+    };
+    const QStringList latency_order = fileOrder(path("shapes_ov/results.json"));
+    QVERIFY(latency_order.size() >= 8);
+    QCOMPARE(fileOrder(path("shapes_ov_streams/results.json")), latency_order);
+    {
+      QString log;
+      const QString error = runReferenceScript(
+          "tests/engine/export_parity.py",
+          {"results", path("shapes_ov_streams/results.json"), path("shapes_ov/results.json")}, &log,
+          kTimeoutMs);
+      qInfo("openvino, 2 streams against 1: %s", qPrintable(log));
+      QVERIFY2(error.isEmpty(), qPrintable(error));
+    }
 
     // evaluate through OpenVINO in f32 scores what LibTorch scores in fp32, into a file of its
     // own.
@@ -223,10 +239,25 @@ class ExportTest : public QObject {
         engineResults(shapesSpec_, {"--run-dir", run}, path("shapes_images"), path("shapes_lt"));
     QVERIFY2(!results.isEmpty(), "the engine's own inference failed");
     QString log;
-    const QString error = runReferenceScript(
+    QString error = runReferenceScript(
         "tests/engine/export_parity.py",
         {"onnxruntime", out + "/model.onnx", path("shapes_images"), results}, &log, kTimeoutMs);
     qInfo("onnxruntime: %s", qPrintable(log));
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+
+    // LibTorch's throughput mode: two threads, a core each, an image at a time; the same
+    // detections, the files in the same order.
+    const Run lt_streams = engine({"--spec", shapesSpec_, "--run-dir", run, "--task", "inference",
+                                   "--images", path("shapes_images"), "--out",
+                                   path("shapes_lt_streams"), "--set", "device=cpu", "--set",
+                                   "use_amp=False", "--streams", "2"});
+    QVERIFY2(lt_streams.code == 0 && lt_streams.out.contains("throughput mode: 2 streams"),
+             qPrintable(explain(lt_streams)));
+    QCOMPARE(fileOrder(path("shapes_lt_streams/results.json")), fileOrder(results));
+    error = runReferenceScript("tests/engine/export_parity.py",
+                               {"results", path("shapes_lt_streams/results.json"), results}, &log,
+                               kTimeoutMs);
+    qInfo("libtorch, 2 streams against 1: %s", qPrintable(log));
     QVERIFY2(error.isEmpty(), qPrintable(error));
 
     // A model that detects nothing on the images (no score reaches test_score_thresh): there
@@ -241,7 +272,7 @@ class ExportTest : public QObject {
                  r0.out.contains("the export's parity could not be checked: the engine's model "
                                  "gave no detection on the 2 images"),
              qPrintable(explain(r0)));
-    const QJsonObject unchecked = readJson(none + "/export_report.json")["parity"].toObject();
+    const QJsonObject unchecked = readJsonObject(none + "/export_report.json")["parity"].toObject();
     QVERIFY(!unchecked["passed"].toBool(true));
     QCOMPARE(unchecked["reference"].toInt(-1), 0);
     QVERIFY(unchecked["unchecked"].toString().startsWith("the engine's model gave no detection"));
@@ -275,6 +306,15 @@ class ExportTest : public QObject {
   }
 
   void badOptionsAreRefused() {
+    // --streams: a number from 1 to 64, inference's.
+    for (const QStringList& extra :
+         {QStringList{"--task", "inference", "--backend", "openvino", "--streams", "0"},
+          QStringList{"--task", "inference", "--streams", "65"},
+          QStringList{"--task", "evaluate", "--backend", "openvino", "--streams", "2"}}) {
+      const Run r = engine(QStringList{"--spec", tvSpec_} + extra);
+      QCOMPARE(r.code, 2);
+      QVERIFY2(r.err.contains("--streams"), qPrintable(r.err));
+    }
     const Run opset = engine({"--spec", tvSpec_, "--task", "export", "--opset", "12"});
     QCOMPARE(opset.code, 2);
     QVERIFY2(opset.err.contains("--opset 12"), qPrintable(opset.err));

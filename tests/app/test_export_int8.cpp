@@ -17,9 +17,10 @@
 
 namespace {
 
-using mrcnn::testing::binDir;
+using mrcnn::testing::engine;
+using mrcnn::testing::explain;
+using mrcnn::testing::readJsonObject;
 using mrcnn::testing::Run;
-using mrcnn::testing::runProcess;
 using mrcnn::testing::runReferenceScript;
 using mrcnn::testing::sourceDir;
 
@@ -40,24 +41,9 @@ constexpr double kMinDb = 30;
 // cost is the measure that matters (measured -0.009 bbox, -0.004 segm).
 constexpr double kShapesAgreedShare = 0.45;
 
-Run engine(const QStringList& args, int timeout_ms = kTimeoutMs) {
-  return runProcess(binDir() + "/mrcnn-engine", args, QProcessEnvironment::systemEnvironment(),
-                    timeout_ms);
-}
-
-QJsonObject readJson(const QString& path) {
-  QFile f(path);
-  if (!f.open(QIODevice::ReadOnly)) return {};
-  return QJsonDocument::fromJson(f.readAll()).object();
-}
-
 QByteArray readBytes(const QString& path) {
   QFile f(path);
   return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
-}
-
-QString explain(const Run& r) {
-  return "exit " + QString::number(r.code) + "\n" + r.out + r.err;
 }
 
 QString compact(const QJsonObject& o) {
@@ -96,7 +82,7 @@ class ExportInt8Test : public QObject {
     for (const char* file : {"model.onnx", "model.int8.onnx", "calibration_cache.json"})
       QVERIFY2(QFile::exists(out + "/" + file), file);
     QVERIFY(QFile::exists(path("cal.json")));
-    const QJsonObject int8 = readJson(out + "/export_report.json")["int8"].toObject();
+    const QJsonObject int8 = readJsonObject(out + "/export_report.json")["int8"].toObject();
     const QJsonObject calibration = int8["calibration"].toObject();
     QCOMPARE(calibration["images"].toInt(), 3);
     QVERIFY(!calibration["reused"].toBool(true));
@@ -169,7 +155,7 @@ class ExportInt8Test : public QObject {
     QVERIFY2(r.out.contains("int8: calibration ranges from " + path("cal.json")),
              qPrintable(r.out));
     const QJsonObject calibration =
-        readJson(out + "/export_report.json")["int8"].toObject()["calibration"].toObject();
+        readJsonObject(out + "/export_report.json")["int8"].toObject()["calibration"].toObject();
     QVERIFY(calibration["reused"].toBool());
     QCOMPARE(calibration["images"].toInt(), 3);
     const QByteArray first = readBytes(path("tv_int8/model.int8.onnx"));
@@ -188,7 +174,7 @@ class ExportInt8Test : public QObject {
         engine({"--spec", shapesSpec_, "--run-dir", run, "--task", "export", "--output-dir", out,
                 "--data_type", "int8", "--set", "data_config.eval_samples=8"});
     QVERIFY2(r.code == 0, qPrintable(explain(r)));
-    const QJsonObject int8 = readJson(out + "/export_report.json")["int8"].toObject();
+    const QJsonObject int8 = readJsonObject(out + "/export_report.json")["int8"].toObject();
     QCOMPARE(int8["calibration"].toObject()["images"].toInt(), 10);
     const QJsonObject delta = int8["ap_delta"].toObject();
     const QJsonArray runs = int8["runs"].toArray();
@@ -222,7 +208,7 @@ class ExportInt8Test : public QObject {
                                 ": made for another model (spec " + tvSpec_),
              qPrintable(explain(r)));
     QVERIFY(!QDir(out).exists());
-    const QJsonObject cache = readJson(path("cal.json"));
+    const QJsonObject cache = readJsonObject(path("cal.json"));
     QVERIFY2(cache["spec"].toString() == tvSpec_, "the refused cache was changed");
   }
 

@@ -19,28 +19,19 @@
 
 namespace {
 
-using mrcnn::testing::binDir;
+using mrcnn::testing::engine;
+using mrcnn::testing::explain;
 using mrcnn::testing::Run;
-using mrcnn::testing::runProcess;
 using mrcnn::testing::runReferenceScript;
 using mrcnn::testing::sourceDir;
 
 constexpr int kTimeoutMs = 300000;
-
-Run engine(const QStringList& args) {
-  return runProcess(binDir() + "/mrcnn-engine", args, QProcessEnvironment::systemEnvironment(),
-                    kTimeoutMs);
-}
 
 QJsonArray results(const QString& path) {
   QFile f(path);
   if (!f.open(QIODevice::ReadOnly)) return {};
   const QJsonDocument doc = QJsonDocument::fromJson(f.readAll());
   return doc.isArray() ? doc.array() : doc.object()["results"].toArray();
-}
-
-QString explain(const Run& r) {
-  return "exit " + QString::number(r.code) + "\n" + r.out + r.err;
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 // The project's programs run as processes by the tests: their output and exit code (the
-// launcher, the engine), the build's folders, files written for a test.
+// launcher, the engine), the build's folders, files written for a test and read back.
 #pragma once
 
 #include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QProcess>
 #include <QStringList>
 #include <QTemporaryDir>
@@ -42,6 +44,17 @@ inline Run runProcess(const QString& program, const QStringList& args,
   return r;
 }
 
+// `mrcnn-engine args...` from the build's bin folder.
+inline Run engine(const QStringList& args, int timeout_ms = 300000) {
+  return runProcess(binDir() + "/mrcnn-engine", args, QProcessEnvironment::systemEnvironment(),
+                    timeout_ms);
+}
+
+// A run's exit code and output, for the message of a check that failed.
+inline QString explain(const Run& r) {
+  return "exit " + QString::number(r.code) + "\n" + r.out + r.err;
+}
+
 // `mrcnn-workbench --headless args...` from the build's bin folder.
 inline Run headless(const QStringList& args,
                     const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment(),
@@ -59,6 +72,13 @@ inline QString writeFile(const QTemporaryDir& dir, const QString& name, const QB
   f.close();
   if (executable) f.setPermissions(f.permissions() | QFileDevice::ExeOwner);
   return path;
+}
+
+// A JSON file's top object; empty when it cannot be read or is not an object.
+inline QJsonObject readJsonObject(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return {};
+  return QJsonDocument::fromJson(f.readAll()).object();
 }
 
 }  // namespace mrcnn::testing
