@@ -53,8 +53,8 @@ def images_per_second(engine, backend, photos, streams, out):
         event = json.loads(line)
         if event.get("type") == "progress":
             rate = event.get("imagesPerSecond")
-        if event.get("type") == "log" and event.get("message", "").startswith("backend: "):
-            description = event["message"][len("backend: "):]
+        if event.get("type") == "log" and event.get("text", "").startswith("backend: "):
+            description = event["text"][len("backend: "):]
     if rate is None:
         raise SystemExit("no progress event from: " + " ".join(cmd))
     return rate, description
