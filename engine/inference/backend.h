@@ -42,6 +42,10 @@ class InferenceBackend {
   virtual std::vector<model::ImageDetections> detect(const std::vector<cv::Mat>& images) = 0;
 };
 
+// `path` decoded and added to `out.images` (no detections yet); an unreadable file goes to
+// `out.skipped` with why. Returns whether it was decoded.
+bool decodeInto(BackendRun& out, const std::filesystem::path& path);
+
 // run() for a backend that takes one decoded image at a time: each file decoded in turn
 // (the unreadable ones skipped, with why) and its detections from `detect`.
 BackendRun runFileByFile(const std::vector<std::filesystem::path>& paths,

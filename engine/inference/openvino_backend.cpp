@@ -9,7 +9,6 @@
 #include <openvino/openvino.hpp>
 #include <stdexcept>
 
-#include "dataset/image/decode_image.h"
 #include "engine/inference/openvino_input.h"
 #include "engine/ops/paste_masks.h"
 
@@ -98,15 +97,7 @@ class OpenVinoBackend final : public InferenceBackend {
     BackendRun out;
     std::vector<cv::Mat> decoded;
     for (const fs::path& path : paths) {
-      dataset::DecodedImage image = dataset::readImageFile(path);
-      if (!image.ok()) {
-        out.skipped.push_back({path, image.problem});
-        continue;
-      }
-      BackendImage& b = out.images.emplace_back();
-      b.original = std::move(image.bgr);
-      b.input = {path, b.original.rows, b.original.cols, 0, 0};
-      decoded.push_back(b.original);
+      if (decodeInto(out, path)) decoded.push_back(out.images.back().original);
     }
     std::vector<model::ImageDetections> found = detect(decoded);
     for (size_t i = 0; i < found.size(); ++i)
