@@ -17,11 +17,6 @@
 
 namespace mrcnn::testing {
 
-inline Run engine(const QStringList& args, int timeout_ms = 300000) {
-  return runProcess(binDir() + "/mrcnn-engine", args, QProcessEnvironment::systemEnvironment(),
-                    timeout_ms);
-}
-
 // The events of a stream of lines (an engine's stdout, events.jsonl). Every line must be an
 // event that survives a round trip through the JSON mapping unchanged; `bad` gets the first
 // one that does not.
