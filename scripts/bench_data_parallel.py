@@ -172,7 +172,6 @@ def rates(a):
                     f"**{statistics.median(r2) / statistics.median(r1):.2f}x** | | |")
     together = med(alone, 0)
     text = (
-        f"### {bench_doc.cpu_name()} ({bench_doc.cpu_features()})\n\n"
         f"`scripts/bench_data_parallel.py --steps {a.steps} --train-steps {a.train_steps} "
         f"--repeats {a.repeats}`, {os.cpu_count()} cores, {time.strftime('%Y-%m-%d')}, "
         f"alternating, median of {a.repeats}. Spec: `{Path(a.spec).name}`.\n\n"
@@ -183,9 +182,9 @@ def rates(a):
         f"{together:.2f} images/s together, **{together / med(one, 0):.2f}x** the 1 rank x 2 "
         f"threads row; step p50 {med(alone, 1):.0f} ms on the faster, {med(alone, 2):.0f} ms on "
         "the slower.\n")
-    print(text)
+    print(bench_doc.machine_heading() + "\n\n" + text)
     if a.write:
-        bench_doc.replace_subsection(SECTION, text.split("\n", 1)[0], text)
+        bench_doc.replace_machine_subsection(SECTION, text)
 
 
 def time_to_map(a):

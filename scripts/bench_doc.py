@@ -134,6 +134,18 @@ def replace_subsection(title, heading, text, path=None):
     _write(path, doc)
 
 
+def machine_heading():
+    """This machine's subsection heading: "### <CPU model> (<its vector features>)"."""
+    return "### %s (%s)" % (cpu_name(), cpu_features())
+
+
+def replace_machine_subsection(title, text, path=None):
+    """Rewrites this machine's subsection of the section `title` (heading from
+    machine_heading(), then `text`); other machines' subsections stay."""
+    heading = machine_heading()
+    replace_subsection(title, heading, heading + "\n\n" + text, path)
+
+
 def write_last_result(title, block, path=None):
     """Rewrites the "### Last result" subsection of the section `title` with `block` (the
     run's header line and table). The first time, when the section has none, the subsection

@@ -40,8 +40,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from bench_doc import (cpu_features, cpu_name, find_program, load_average,  # noqa: E402
-                       machine_line, replace_subsection, venv_python)
+from bench_doc import (cpu_features, find_program, load_average,  # noqa: E402
+                       machine_line, replace_machine_subsection, venv_python)
 from bench_export import agreement, openvino_runner, prepare, timed, torchvision_runner  # noqa: E402
 
 SECTION = "## int8 export vs NNCF"
@@ -213,8 +213,7 @@ def main():
     text = "\n".join(block)
     print(text)
     if args.write:
-        heading = "### %s (%s)" % (cpu_name(), cpu_features())
-        replace_subsection(SECTION, heading, heading + "\n\n" + text)
+        replace_machine_subsection(SECTION, text)
 
 
 if __name__ == "__main__":

@@ -32,8 +32,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from bench_doc import (cpu_features, cpu_name, find_program, load_average,  # noqa: E402
-                       machine_line, replace_subsection)
+from bench_doc import (find_program, load_average, machine_line,  # noqa: E402
+                       replace_machine_subsection)
 from bench_export import prepare  # noqa: E402
 from bench_int8 import R50_SPEC, export_int8  # noqa: E402
 
@@ -107,8 +107,7 @@ def main():
                      ["", "Run took %.1f min." % ((time.time() - started) / 60)])
     print(text)
     if args.write:
-        heading = "### %s (%s)" % (cpu_name(), cpu_features())
-        replace_subsection(SECTION, heading, heading + "\n\n" + text)
+        replace_machine_subsection(SECTION, text)
 
 
 if __name__ == "__main__":
