@@ -182,14 +182,26 @@ def find_program(name):
     return path
 
 
-def venv_python(name):
+def venv_python(name, inherit=False):
     """The python of a peer's own venv ($MRCNN_VENV/NAME, .venv/NAME by default), made on first
-    use from scripts/python-requirements-NAME.txt."""
+    use from scripts/python-requirements-NAME.txt. With `inherit`, the venv also sees the
+    project's .venv (torch, torchvision, numpy: a .pth file names its site-packages) and its
+    requirements are installed with --no-deps, so the peer runs on the same torch."""
     venv = os.environ.get("MRCNN_VENV", os.path.join(ROOT, ".venv"))
     python = os.path.join(venv, name, "bin", "python")
     if not os.path.exists(python):
         subprocess.run([sys.executable, "-m", "venv", os.path.join(venv, name)], check=True)
-        subprocess.run([python, "-m", "pip", "install", "-q", "-r",
+        extra = []
+        if inherit:
+            own = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                                 check=True, capture_output=True, text=True).stdout.strip()
+            base = os.path.join(venv, "bin", "python")
+            theirs = subprocess.run([base, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                                    check=True, capture_output=True, text=True).stdout.strip()
+            with open(os.path.join(own, "project-venv.pth"), "w") as f:
+                f.write(theirs + "\n")
+            extra = ["--no-deps"]
+        subprocess.run([python, "-m", "pip", "install", "-q", *extra, "-r",
                         os.path.join(ROOT, "scripts", "python-requirements-%s.txt" % name)],
                        check=True)
     return python

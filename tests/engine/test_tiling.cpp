@@ -9,6 +9,8 @@
 #include <ATen/ATen.h>
 #include <opencv2/imgproc.hpp>
 
+#include "dataset/mask/rle.h"
+#include "engine/inference/coco_results.h"
 #include "engine/inference/tiled_backend.h"
 #include "engine/inference/tiling.h"
 
@@ -159,6 +161,51 @@ class TilingTest : public QObject {
     QCOMPARE(seen->images_seen, 7);
     QCOMPARE(d.boxes.size(0), int64_t{1});
     QCOMPARE(d.masks.sum().item<int64_t>(), int64_t{401 * 201});
+  }
+
+  // The results of a large image: each mask is encoded from the part that holds it, and the
+  // runs are those of the mask API on the whole mask (pycocotools' encode), for masks at the
+  // image's edges and corners, of one pixel, empty and full, and random ones.
+  void largeImageMasksAreEncodedAsTheMaskApiDoes() {
+    const int64_t h = 300, w = 517;
+    std::vector<at::Tensor> masks;
+    const auto box = [&](int64_t y0, int64_t y1, int64_t x0, int64_t x1) {
+      at::Tensor m = at::zeros({h, w}, at::kByte);
+      m.slice(0, y0, y1).slice(1, x0, x1).fill_(1);
+      return m;
+    };
+    masks.push_back(box(0, 1, 0, 1));          // the first pixel
+    masks.push_back(box(h - 1, h, w - 1, w));  // the last
+    masks.push_back(box(0, h, 10, 20));        // whole columns
+    masks.push_back(box(40, 90, 0, w));        // whole rows
+    masks.push_back(box(120, 121, 300, 301));  // one pixel inside
+    masks.push_back(at::zeros({h, w}, at::kByte));
+    masks.push_back(at::ones({h, w}, at::kByte));
+    at::manual_seed(7);
+    for (int i = 0; i < 20; ++i) {
+      const int64_t y = at::randint(0, h - 40, {1}).item<int64_t>();
+      const int64_t x = at::randint(0, w - 60, {1}).item<int64_t>();
+      at::Tensor m = at::zeros({h, w}, at::kByte);
+      m.slice(0, y, y + 40).slice(1, x, x + 60).copy_(at::rand({40, 60}).gt(0.5));
+      masks.push_back(m);
+    }
+    mrcnn::model::ImageDetections d;
+    const int64_t n = static_cast<int64_t>(masks.size());
+    d.masks = at::stack(masks);
+    d.boxes = at::zeros({n, 4}, at::kFloat);
+    d.scores = at::ones({n}, at::kFloat);
+    d.labels = at::ones({n}, at::kLong);
+    const std::vector<CocoInstance> found = cocoInstances(d, {0, 1});
+    QCOMPARE(static_cast<int64_t>(found.size()), n);
+    for (int64_t k = 0; k < n; ++k) {
+      const at::Tensor column_major = d.masks[k].t().contiguous();
+      const mrcnn::dataset::Rle whole = mrcnn::dataset::encodeColumnMajor(
+          {column_major.data_ptr<uint8_t>(), static_cast<size_t>(column_major.numel())},
+          static_cast<uint32_t>(h), static_cast<uint32_t>(w));
+      QVERIFY2(found[static_cast<size_t>(k)].mask.has_value(), qPrintable(QString::number(k)));
+      QVERIFY2(*found[static_cast<size_t>(k)].mask == whole,
+               qPrintable("mask " + QString::number(k) + " encoded differently"));
+    }
   }
 
   void badTileOptionsAreNamed() {
