@@ -31,9 +31,10 @@ struct Candidate {
   int64_t label = 0;
   at::Tensor mask;  // uint8 [h, w] at (mask_x, mask_y), or undefined
   int mask_x = 0, mask_y = 0;
+  size_t tile = 0;  // which of the tiles found it
 };
 
-std::vector<Candidate> candidatesOf(const TileDetections& t) {
+std::vector<Candidate> candidatesOf(const TileDetections& t, size_t tile) {
   std::vector<Candidate> out;
   const model::ImageDetections& d = t.detections;
   if (!d.boxes.defined() || d.boxes.size(0) == 0) return out;
@@ -43,6 +44,7 @@ std::vector<Candidate> candidatesOf(const TileDetections& t) {
   const float* b = boxes.data_ptr<float>();
   for (int64_t k = 0; k < boxes.size(0); ++k) {
     Candidate c;
+    c.tile = tile;
     c.box = {b[4 * k] + static_cast<float>(t.tile.x), b[4 * k + 1] + static_cast<float>(t.tile.y),
              b[4 * k + 2] + static_cast<float>(t.tile.x),
              b[4 * k + 3] + static_cast<float>(t.tile.y)};
@@ -149,9 +151,9 @@ model::ImageDetections mergeTiles(const std::vector<TileDetections>& tiles, int 
                                   const TileOptions& o) {
   std::vector<Candidate> all;
   bool with_masks = false;
-  for (const TileDetections& t : tiles) {
-    with_masks = with_masks || t.detections.masks.defined();
-    for (Candidate& c : candidatesOf(t))
+  for (size_t i = 0; i < tiles.size(); ++i) {
+    with_masks = with_masks || tiles[i].detections.masks.defined();
+    for (Candidate& c : candidatesOf(tiles[i], i))
       all.push_back(std::move(c));
   }
   std::vector<size_t> order(all.size());
@@ -159,7 +161,7 @@ model::ImageDetections mergeTiles(const std::vector<TileDetections>& tiles, int 
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return all[a].score > all[b].score; });
 
-  // Greedy, by decreasing score, against the original boxes.
+  // Greedy, by decreasing score, against the original boxes, across tiles only.
   std::vector<bool> gone(all.size(), false);
   std::vector<Candidate> kept;
   for (size_t i = 0; i < order.size(); ++i) {
@@ -168,7 +170,7 @@ model::ImageDetections mergeTiles(const std::vector<TileDetections>& tiles, int 
     Candidate merged = all[a];
     for (size_t j = i + 1; j < order.size(); ++j) {
       const size_t b = order[j];
-      if (gone[b] || all[b].label != all[a].label) continue;
+      if (gone[b] || all[b].label != all[a].label || all[b].tile == all[a].tile) continue;
       if (match(all[a].box, all[b].box, o.merge) <= o.match_threshold) continue;
       gone[b] = true;
       if (o.merge == TileMerge::kNmm) {

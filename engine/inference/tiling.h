@@ -11,7 +11,10 @@
 // kept one of its class overlaps its box by IoU above `match_threshold`; `nmm` (greedy
 // non-maximum merging, SAHI's default: intersection over the smaller box above the
 // threshold) merges each such detection into the kept one — the boxes' union, the masks'
-// union, the higher score — so an object cut by a tile border comes out once and whole.
+// union, the higher score — so an object cut by a tile border comes out once and whole. Only
+// detections of different tiles are matched: within one tile the model's own NMS has already
+// decided, and merging there would join neighbours (a small object inside a larger false box
+// is "covered" by it at an intersection over the smaller box of 1).
 #pragma once
 
 #include <string>

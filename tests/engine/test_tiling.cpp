@@ -135,6 +135,18 @@ class TilingTest : public QObject {
     QVERIFY(nms->detect({image}).front().boxes.size(0) > 2);
   }
 
+  // Two detections of one tile are never merged: a dot inside a ring (its box inside the
+  // ring's: intersection over the smaller box 1) in the corner only the first tile covers
+  // comes out as two detections, as the detector gave them.
+  void detectionsOfOneTileAreNotMergedWithEachOther() {
+    cv::Mat image(700, 1000, CV_8UC3, cv::Scalar(0, 0, 0));
+    cv::circle(image, {150, 90}, 65, cv::Scalar(200, 100, 50), 10);
+    cv::circle(image, {150, 90}, 12, cv::Scalar(200, 100, 50), cv::FILLED);
+    QCOMPARE(RegionDetector().detect({image}).front().boxes.size(0), int64_t{2});
+    auto tiled = makeTiledBackend(std::make_unique<RegionDetector>(), tiles(512, 0.2));
+    QCOMPARE(tiled->detect({image}).front().boxes.size(0), int64_t{2});
+  }
+
   // An image no larger than a tile is not tiled: the inner backend's own result.
   void aTileLargerThanTheImageRunsItWhole() {
     cv::Mat image(300, 400, CV_8UC3, cv::Scalar(0, 0, 0));
