@@ -15,12 +15,16 @@ A model (scripts/bench_specs/tiles_resnet18.txt: the shapes spec's ResNet-18 FPN
 
 Rows, every one on the same large images and scored by pycocotools (bbox and segm AP):
   whole image   ours, each large image resized into the model's canvas (no tiling)
-  SAHI          sahi.predict.get_sliced_prediction: tiles of --tile with --overlap, its GREEDYNMM
-                merge by intersection over the smaller box (0.5), no whole-image pass, around
-                torchvision's MaskRCNN built to the spec and loaded with our checkpoint
-                (strict=True; scripts/bench_train.py builds it), run with torch's threads set to
-                the engine's
-  ours nmm/nms  mrcnn-engine --task inference --tile --tile-overlap, --tile-merge nmm and nms
+  SAHI          sahi.predict.get_sliced_prediction: tiles of --tile with --overlap, no
+                whole-image pass, around torchvision's MaskRCNN built to the spec and loaded
+                with our checkpoint (strict=True; scripts/bench_train.py builds it), torch's
+                threads set to the engine's, under inference_mode; twice: called with its
+                GREEDYNMM merge (IOS 0.5), which at the spec's score threshold (0.05) SAHI
+                replaces by NMS/IOU itself, and with GREEDYNMM forced. A detection whose mask
+                makes no polygon (SAHI 0.12.8 raises on it) is kept as its box.
+  ours          mrcnn-engine --task inference --tile --tile-overlap: LibTorch with
+                --tile-merge nmm and nms, OpenVINO f32 and int8 (the checkpoint's
+                --task export --data_type int8, calibrated on --cal validation crops) with nmm
 Seconds per image: SAHI's whole call per image (slicing, model, merge, its COCO predictions);
 ours the whole task's wall time over the images (engine start, model load, decoding, results
 and overlays written included).
@@ -28,8 +32,8 @@ Before the rows, the script checks that torchvision's model is ours: on the vali
 both run untiled, and the share of our detections that torchvision matches (same label, box
 IoU >= 0.9, score within 0.05) is printed with the table.
 
-  scripts/bench_tiling.py [--checkpoint CKPT] [--images 4] [--size 2000] [--tile 128]
-                          [--overlap 0.2] [--write]
+  scripts/bench_tiling.py [--checkpoint CKPT] [--images 2] [--size 2000] [--tile 128]
+                          [--overlap 0.2] [--cal 16] [--write]
 
 SAHI runs from its own venv ($MRCNN_VENV/sahi, made on first use from
 scripts/python-requirements-sahi.txt; it reads torch and torchvision from the project's .venv).
@@ -41,6 +45,7 @@ import json
 import math
 import os
 import random
+import shutil
 import subprocess
 import sys
 import time
@@ -148,7 +153,8 @@ def annotation(ann_id, image_id, kind, points):
 def write_set(folder, name, rng, count, width, height, shapes_per_image, margin=0):
     """Draws `count` canvases into folder/name/ and their COCO json into folder/name.json."""
     images_dir = os.path.join(folder, name)
-    os.makedirs(images_dir, exist_ok=True)
+    shutil.rmtree(images_dir, ignore_errors=True)  # a set of another size before
+    os.makedirs(images_dir)
     coco = {"images": [], "annotations": [],
             "categories": [{"id": k + 1, "name": n} for k, n in enumerate(KINDS)]}
     for i in range(count):
@@ -218,10 +224,25 @@ def ours(engine, checkpoint, data, images, out, extra):
     seconds = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit("%s\nexit %d\n%s%s" % (" ".join(cmd), done.returncode, done.stdout, done.stderr))
-    described = [line for line in done.stdout.splitlines() + done.stderr.splitlines()
-                 if "LibTorch" in line or "OpenVINO" in line]
+    described = ""
+    for line in done.stdout.splitlines():
+        event = json.loads(line) if line.startswith("{") else {}
+        if event.get("type") == "log" and event.get("text", "").startswith("backend: "):
+            described = event["text"][len("backend: "):]
     with open(os.path.join(out, "results.json")) as f:
-        return json.load(f), seconds, (described[0].strip() if described else "")
+        return json.load(f), seconds, described
+
+
+def export(engine, checkpoint, data, work, cal):
+    """model.onnx and model.int8.onnx (calibrated on `cal` validation crops) of the checkpoint."""
+    out = os.path.join(work, "export")
+    if not os.path.exists(os.path.join(out, "model.int8.onnx")):
+        cmd = [engine, "--spec", SPEC, "--task", "export", "--checkpoint", checkpoint, "--output-dir", out,
+               "--data_type", "int8", "--cal_image_dir", data["val"][0], "--batches", str(cal),
+               "--set", "device=cpu"] + data_sets(data)
+        print("+ export:", " ".join(cmd), flush=True)
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return os.path.join(out, "model.onnx"), os.path.join(out, "model.int8.onnx")
 
 
 # ---- SAHI and torchvision's model, in SAHI's venv -------------------------------------------
@@ -259,7 +280,8 @@ model.roi_heads.nms_thresh = float(m.get("test_nms", 0.5))
 model.roi_heads.detections_per_img = int(m.get("test_detections_per_image", 100))
 model.rpn.nms_thresh = float(m.get("test_rpn_nms_thresh", 0.7))
 model.rpn.min_size = max(float(m.get("rpn_min_size", 0)), 1e-3)
-out = {"version": __import__("sahi").__version__, "torch": torch.__version__}
+out = {"version": __import__("sahi").__version__, "torch": torch.__version__,
+       "threshold": model.roi_heads.score_thresh}
 
 # Untiled, on the validation crops: the parity check against the engine's results.
 crops = []
@@ -274,25 +296,30 @@ out["crops"] = crops
 detector = TorchVisionDetectionModel(model=model, device="cpu", confidence_threshold=model.roi_heads.score_thresh,
                                      mask_threshold=0.5, category_mapping={str(k + 1): n for k, n in enumerate(job["kinds"])},
                                      load_at_init=True)
-results, seconds = [], []
-for image_id, path in job["large"]:
-    image = np.asarray(Image.open(path).convert("RGB"))
-    started = time.perf_counter()
-    with torch.inference_mode():  # not SAHI's own default: the peer at its fastest
-        r = get_sliced_prediction(image, detector, slice_height=job["tile"], slice_width=job["tile"],
-                                  overlap_height_ratio=job["overlap"], overlap_width_ratio=job["overlap"],
-                                  perform_standard_pred=False, postprocess_type="GREEDYNMM",
-                                  postprocess_match_metric="IOS", postprocess_match_threshold=0.5,
-                                  verbose=0)
-    found = r.to_coco_predictions(image_id=image_id)
-    seconds.append(time.perf_counter() - started)
-    for p in found:
-        r = {"image_id": image_id, "category_id": int(p["category_id"]),
-             "bbox": [float(v) for v in p["bbox"]], "score": float(p["score"])}
-        if p.get("segmentation"):
-            r["segmentation"] = p["segmentation"]  # else pycocotools' loadRes takes the box
-        results.append(r)
-out["results"], out["seconds"], out["box_only"] = results, seconds, box_only[0]
+# SAHI as called with GREEDYNMM/IOS 0.5: at a confidence threshold under its LOW_MODEL_CONFIDENCE
+# it switches to NMS/IOU by itself ("auto"); "forced" keeps the greedy merge.
+images = [(image_id, np.array(Image.open(path).convert("RGB"))) for image_id, path in job["large"]]
+out["runs"] = {}
+for mode in ("auto", "forced"):
+    results, seconds = [], []
+    for image_id, image in images:
+        started = time.perf_counter()
+        with torch.inference_mode():  # not SAHI's own default: the peer at its fastest
+            r = get_sliced_prediction(image, detector, slice_height=job["tile"], slice_width=job["tile"],
+                                      overlap_height_ratio=job["overlap"], overlap_width_ratio=job["overlap"],
+                                      perform_standard_pred=False, postprocess_type="GREEDYNMM",
+                                      postprocess_match_metric="IOS", postprocess_match_threshold=0.5,
+                                      force_postprocess_type=mode == "forced", verbose=0)
+        found = r.to_coco_predictions(image_id=image_id)
+        seconds.append(time.perf_counter() - started)
+        for p in found:
+            r = {"image_id": image_id, "category_id": int(p["category_id"]),
+                 "bbox": [float(v) for v in p["bbox"]], "score": float(p["score"])}
+            if p.get("segmentation"):
+                r["segmentation"] = p["segmentation"]  # else pycocotools' loadRes takes the box
+            results.append(r)
+    out["runs"][mode] = {"results": results, "seconds": seconds}
+out["box_only"] = box_only[0]
 json.dump(out, open(sys.argv[3], "w"))
 """
 
@@ -375,13 +402,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--checkpoint", help="a model of scripts/bench_specs/tiles_resnet18.txt (default: train one)")
     ap.add_argument("--steps", type=int, default=0, help="training steps (default: the spec's)")
-    ap.add_argument("--images", type=int, default=4, help="large images")
+    ap.add_argument("--images", type=int, default=2, help="large images")
     ap.add_argument("--size", type=int, default=2000, help="their side in pixels")
     ap.add_argument("--shapes", type=int, default=90, help="shapes in each large image")
     ap.add_argument("--crops", type=int, default=4000, help="training crops")
     ap.add_argument("--tile", type=int, default=128)
     ap.add_argument("--overlap", type=float, default=0.2)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--cal", type=int, default=16, help="validation crops calibrating the int8 export")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--work", default=os.path.join(ROOT, "build", "bench-data", "tiling"))
     ap.add_argument("--write", action="store_true")
@@ -413,14 +441,24 @@ def main():
     rows.append(("whole image (ours, resized into the %d x %d canvas)" % (args.tile, args.tile),
                  coco_ap(large_json, with_ids(whole, file_ids), image_ids), whole_s / len(large)))
     theirs = peer(engine, args, data, checkpoint, large, crops)
-    sahi_s = sum(theirs["seconds"]) / len(large)
-    rows.append(("SAHI %s, GREEDYNMM (IOS 0.5), torchvision's model" % theirs["version"],
-                 coco_ap(large_json, theirs["results"], image_ids), sahi_s))
-    for merge in ("nmm", "nms"):
-        found, seconds, _ = ours(engine, checkpoint, data, large_dir,
-                                 os.path.join(args.work, "ours-" + merge), threads + tiled + ["--tile-merge", merge])
-        rows.append(("ours, --tile %d --tile-overlap %g --tile-merge %s" % (args.tile, args.overlap, merge),
-                     coco_ap(large_json, with_ids(found, file_ids), image_ids), seconds / len(large)))
+    sahi_s = sum(theirs["runs"]["auto"]["seconds"]) / len(large)
+    for mode, name in [("auto", "SAHI %s as called with GREEDYNMM at threshold %g: it switches to NMS/IOU"),
+                       ("forced", "SAHI %s, GREEDYNMM (IOS 0.5) forced, at threshold %g")]:
+        run_ = theirs["runs"][mode]
+        rows.append((name % (theirs["version"], theirs["threshold"]) + ", torchvision's model",
+                     coco_ap(large_json, run_["results"], image_ids), sum(run_["seconds"]) / len(large)))
+    onnx, onnx_int8 = export(engine, checkpoint, data, args.work, args.cal)
+    backends = [("LibTorch fp32", [], ("nmm", "nms")),
+                ("OpenVINO f32", ["--backend", "openvino", "--onnx", onnx], ("nmm",)),
+                ("OpenVINO int8", ["--backend", "openvino", "--onnx", onnx_int8], ("nmm",))]
+    for backend, flags, merges in backends:
+        for merge in merges:
+            found, seconds, _ = ours(engine, checkpoint, data, large_dir,
+                                     os.path.join(args.work, "ours-%s-%s" % (backend.replace(" ", "-"), merge)),
+                                     threads + flags + tiled + ["--tile-merge", merge])
+            rows.append(("ours, %s, --tile %d --tile-overlap %g --tile-merge %s" % (
+                backend, args.tile, args.overlap, merge),
+                coco_ap(large_json, with_ids(found, file_ids), image_ids), seconds / len(large)))
     matched, total, theirs_total = parity(crop_results, theirs["crops"])
 
     n_shapes = len(gt["annotations"])
@@ -429,11 +467,12 @@ def main():
              "`scripts/bench_specs/tiles_resnet18.txt` trained on %d crops of %d x %d (%s); tiles "
              "of %d, overlap %g; %d threads; %s, torch %s. torchvision's model is ours: of our %d "
              "detections on the 100 validation crops, untiled, it makes %d (%.1f%%) with the same "
-             "label, box IoU >= 0.9 and score within 0.05 (it makes %d in all)." % (
+             "label, box IoU >= 0.9 and score within 0.05 (it makes %d in all). SAHI kept %d "
+             "detections as boxes alone (masks that make no polygon)." % (
                  len(large), args.size, args.size, n_shapes, MIN_PX, MAX_PX, args.seed, args.crops,
                  args.tile, args.tile, os.path.relpath(checkpoint, ROOT) if checkpoint.startswith(ROOT) else checkpoint,
                  args.tile, args.overlap, args.threads, described or "LibTorch", theirs["torch"], total, matched,
-                 100.0 * matched / max(1, total), theirs_total), "",
+                 100.0 * matched / max(1, total), theirs_total, theirs["box_only"]), "",
              "| path | bbox AP | segm AP | s / image | time vs SAHI |",
              "| --- | ---: | ---: | ---: | ---: |"]
     for name, (bbox, segm), seconds in rows:
