@@ -3,7 +3,7 @@
 quantisation, one run, the same fp32 model.onnx and the same calibration images.
 
     .venv/bin/python scripts/bench_int8.py [--checkpoint SHAPES.pt] [--train-steps N]
-        [--cal 10] [--photos 4] [--iters 3] [--out DIR] [--write]
+        [--tiles DIR] [--cal 10] [--photos 4] [--iters 3] [--out DIR] [--write]
 
 Build first: flock /tmp/mrcnn-build.lock scripts/build.sh mrcnn-engine.
 
@@ -14,7 +14,9 @@ scripts/python-requirements-nncf.txt) quantises the OpenVINO model read from the
 model.onnx on the same images (nncf.quantize, default preset, subset_size = --cal) and saves
 it as OpenVINO IR. Each model is evaluated by the engine on the 50 validation images
 (--task evaluate --backend openvino --onnx FILE: COCO bbox and segm AP) and timed with
-OpenVINO's Python API.
+OpenVINO's Python API. With --tiles DIR the trained model is bench_tiling.py's instead
+(scripts/bench_specs/tiles_resnet18.txt, --checkpoint its checkpoint) and the validation
+images its 100 crops of 128 x 128 under DIR/crops.
 
 Part 2, torchvision's R50-FPN on photos (bench_export.py's seeded weights and 640x480
 tinycoco photos): the same export and quantisation, calibrated on the first --cal photos;
@@ -46,6 +48,7 @@ from bench_export import agreement, openvino_runner, prepare, timed, torchvision
 
 SECTION = "## int8 export vs NNCF"
 SHAPES_SPEC = os.path.join(ROOT, "specs", "shapes_resnet18.txt")
+TILES_SPEC = os.path.join(ROOT, "scripts", "bench_specs", "tiles_resnet18.txt")
 R50_SPEC = os.path.join(ROOT, "specs", "coco_torchvision_r50.txt")
 
 NNCF_RUN = r"""
@@ -102,9 +105,9 @@ def nncf_quantize(onnx, dst, images):
     return dst
 
 
-def evaluate(engine, model, extra):
+def evaluate(engine, spec, model, extra):
     """bbox and segm AP of one model through the engine's OpenVINO backend."""
-    out = run([engine, "--spec", SHAPES_SPEC, "--task", "evaluate", "--backend", "openvino",
+    out = run([engine, "--spec", spec, "--task", "evaluate", "--backend", "openvino",
                "--onnx", model, "--set", "device=cpu"] + extra,
               stdout=subprocess.PIPE, text=True).stdout
     for line in out.splitlines():
@@ -119,12 +122,29 @@ def has_bf16():
 
 
 def shapes_part(engine, args):
-    checkpoint = args.checkpoint or train_shapes(engine, args.out, args.train_steps)
-    data = ["--set", "data_config.shapes_dataset.root=" + os.path.join(args.out, "shapes")]
-    val = os.path.join(args.out, "shapes", "images", "val")
+    if args.tiles:
+        # bench_tiling.py's model: its spec, and its 100 validation crops of 128 x 128.
+        spec = TILES_SPEC
+        checkpoint = args.checkpoint or sys.exit("--tiles needs --checkpoint (bench_tiling.py's model)")
+        crops = os.path.join(os.path.abspath(args.tiles), "crops")  # the spec's folder is not ours
+        data = []
+        for key, value in [("train_image_dir", "train"), ("train_json_file", "train.json"),
+                           ("val_image_dir", "val"), ("val_json_file", "val.json")]:
+            data += ["--set", "data_config.%s=%s" % (key, os.path.join(crops, value))]
+        val = os.path.join(crops, "val")
+        described = "tiles_resnet18: ResNet-18 FPN, %s; %%d validation crops of 128 x 128"
+        # The evaluate task reads the categories and the model's settings from a checkpoint.
+        checked = ["--checkpoint", checkpoint]
+    else:
+        spec = SHAPES_SPEC
+        checkpoint = args.checkpoint or train_shapes(engine, args.out, args.train_steps)
+        data = ["--set", "data_config.shapes_dataset.root=" + os.path.join(args.out, "shapes")]
+        val = os.path.join(args.out, "shapes", "images", "val")
+        described = "Shapes (ResNet-18 FPN, %s): %%d validation images (128-192 px)"
+        checked = []  # the training's run directory has it
     cal = images_in(val)[:args.cal]
     export = os.path.join(args.out, "shapes_export")
-    report = export_int8(engine, SHAPES_SPEC, checkpoint, export, val, args.cal, data)
+    report = export_int8(engine, spec, checkpoint, export, val, args.cal, data)
     nncf = nncf_quantize(os.path.join(export, "model.onnx"),
                          os.path.join(args.out, "shapes_nncf", "model.xml"), cal)
     models = [("OpenVINO f32", os.path.join(export, "model.onnx"), ["--set", "use_amp=False"])]
@@ -136,7 +156,8 @@ def shapes_part(engine, args):
     paths = images_in(val)
     rows, base = [], None
     for name, model, extra in models:
-        bbox, segm = evaluate(engine, model, extra + data + ["--set", "data_config.eval_samples=0"])
+        bbox, segm = evaluate(engine, spec, model,
+                              extra + data + checked + ["--set", "data_config.eval_samples=0"])
         runner, _ = openvino_runner(model, "bf16" in name)
         ms, _ = timed(runner, paths, 1, args.iters)
         base = base or (bbox, segm, ms)
@@ -144,9 +165,9 @@ def shapes_part(engine, args):
             name, bbox, bbox - base[0], segm, segm - base[1], ms, base[2] / ms))
     layers = report["int8"]["layers"]
     quantised = sum(1 for layer in layers if layer["quantised"])
-    header = ("Shapes (ResNet-18 FPN, %s): %d validation images (128-192 px), calibration on "
-              "the first %d; %d of %d layers int8 (ours)." % (
-                  os.path.basename(checkpoint), len(paths), len(cal), quantised, len(layers)))
+    header = ((described % os.path.basename(checkpoint)) % len(paths) +
+              ", calibration on the first %d; %d of %d layers int8 (ours)." % (
+                  len(cal), quantised, len(layers)))
     table = ["| model | bbox AP | vs f32 | segm AP | vs f32 | ms / image | speed vs f32 |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"] + rows
     return header, table
@@ -195,6 +216,9 @@ def main():
     ap.add_argument("--photos", type=int, default=4, help="R50 photos timed")
     ap.add_argument("--iters", type=int, default=3)
     ap.add_argument("--out", default=os.path.join(ROOT, "build", "bench-data", "int8"))
+    ap.add_argument("--tiles", metavar="DIR",
+                    help="part 1 on scripts/bench_tiling.py's model (--checkpoint) and the validation "
+                         "crops of its work folder DIR (build/bench-data/tiling), not the default spec's")
     ap.add_argument("--skip-r50", action="store_true")
     ap.add_argument("--skip-shapes", action="store_true")
     ap.add_argument("--write", action="store_true")
