@@ -69,7 +69,7 @@ constexpr const char* kUsage =
     "       mrcnn-workbench --headless SPEC --task inference --images FILE_OR_DIR [--out DIR] "
     "[--checkpoint FILE] [--backend libtorch|openvino] [--onnx MODEL.onnx] "
     "[--tile SIZE [--tile-overlap F] [--tile-full] [--tile-merge nmm|nms]] [--streams N] "
-    "[--out-annotations DRAFT.json]\n"
+    "[--out-annotations DRAFT.json] [--no-overlays]\n"
     "       mrcnn-workbench --headless SPEC --task export [--checkpoint FILE] [--output-dir DIR] "
     "[--opset 16|17] [--gen-ds-config] [--images FILE_OR_DIR] [--data_type fp32|int8 "
     "[--cal_image_dir DIR] [--batches N] [--cal_cache_file FILE]]\n"
@@ -194,7 +194,7 @@ int runHeadless(const std::vector<std::string>& args, const std::string& self) {
       // Every option but these flags takes a value, which goes along (the engine checks
       // the names).
       const bool flag = a == "--version" || a == "--gen-ds-config" || a == "--profile" ||
-                        a == "--copy-images" || a == "--tile-full" ||
+                        a == "--copy-images" || a == "--tile-full" || a == "--no-overlays" ||
                         a.find('=') != std::string::npos;
       if (!flag && i + 1 < args.size()) {
         engine_args.push_back(args[++i]);

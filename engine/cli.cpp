@@ -26,7 +26,7 @@ constexpr const char* kModelTaskUsage =
     "                    [--backend libtorch|openvino] [--onnx MODEL.onnx]\n"
     "                    [--tile SIZE [--tile-overlap F] [--tile-full] [--tile-merge nmm|nms]\n"
     "                    [--tile-match-threshold T]] [--streams N]\n"
-    "                    [--out-annotations DRAFT.json]\n"
+    "                    [--out-annotations DRAFT.json] [--no-overlays]\n"
     "                    (default images: the spec's validation images; --image-dir is\n"
     "                    --images; DRAFT.json: the detections as COCO annotations to correct;\n"
     "                    --streams N: throughput mode, N images in flight)\n"
@@ -396,6 +396,7 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
     inference.tile = *tile;
     inference.streams = streams;
     inference.thresholds = get("--thresholds");
+    inference.overlays = values.count("--no-overlays") == 0;
     if (values.count("--overlay-threshold")) {
       try {
         size_t used = 0;

@@ -22,7 +22,7 @@ const std::set<std::string> kValueOptions = {
     "--streams"};
 // Options without a value.
 const std::set<std::string> kFlags = {"--gen-ds-config", "--profile", "--copy-images",
-                                      "--tile-full"};
+                                      "--tile-full", "--no-overlays"};
 
 }  // namespace
 

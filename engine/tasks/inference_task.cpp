@@ -232,7 +232,8 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
     report.log(std::to_string(images.size()) + (images.size() == 1 ? " image" : " images") +
                " from " + source.string() +
                (from_spec ? " (the spec's validation images; no --images given)" : "") +
-               "; results and overlays in " + out_dir.string());
+               (inference.overlays ? "; results and overlays in " : "; results (no overlays) in ") +
+               out_dir.string());
   }
   if (!data_log.str().empty()) report.log(data_log.str());
 
@@ -417,7 +418,8 @@ int infer(const TaskOptions& options, const InferenceOptions& inference,
   if (!thresholds.score.empty())
     summary << " (" << writer.dropped() << " more below their class's threshold dropped)";
   summary << " in " << took << " s (" << backend->description() << "); results "
-          << results_path.string() << "; overlays in " << out_dir.string();
+          << results_path.string();
+  if (inference.overlays) summary << "; overlays in " << out_dir.string();
   if (drafts) {
     summary << "; draft annotations (" << drafts->annotations() << ") in "
             << inference.out_annotations.string();

@@ -267,6 +267,27 @@ class HeadlessInferenceTest : public QObject, mrcnn::testing::TrainedRunFixture 
     QVERIFY2(stats.code == 0, qPrintable(stats.out + stats.err));
   }
 
+  // --no-overlays: the same results.json, no overlay image, and the summary names no overlays.
+  void inferenceWithoutOverlaysWritesTheSameResults() {
+    const TrainedRun& t = trained();
+    QVERIFY2(t.first.code == 0, qPrintable(t.first.err));
+    const QString val_dir = t.dir.filePath("shapes/images/val");
+    const Run drawn = engine(engineArgs({"--task", "inference", "--images", val_dir, "--out",
+                                         t.dir.filePath("drawn")}));
+    QVERIFY2(drawn.code == 0, qPrintable(drawn.out + drawn.err));
+    const Run plain = engine(engineArgs({"--task", "inference", "--images", val_dir, "--out",
+                                         t.dir.filePath("plain"), "--no-overlays"}));
+    QVERIFY2(plain.code == 0, qPrintable(plain.out + plain.err));
+    QCOMPARE(QDir(t.dir.filePath("drawn")).entryList({"*.png"}, QDir::Files).size(), 3);
+    QVERIFY(QDir(t.dir.filePath("plain")).entryList({"*.png"}, QDir::Files).isEmpty());
+    const QJsonArray a = QJsonDocument::fromJson(readFile(t.dir.filePath("drawn/results.json"))).array();
+    const QJsonArray b = QJsonDocument::fromJson(readFile(t.dir.filePath("plain/results.json"))).array();
+    QVERIFY(!a.isEmpty());
+    QCOMPARE(a, b);
+    QVERIFY2(plain.out.contains("results (no overlays) in"), qPrintable(plain.out.right(2000)));
+    QVERIFY2(!plain.out.contains("; overlays in"), qPrintable(plain.out.right(2000)));
+  }
+
   // label_check from the spec: the model runs on the split's images (no overlays), and the
   // finder on its results; mistakes.json and the events in <run>/label_check, image ids the
   // split's own.
