@@ -26,8 +26,8 @@ Rows, every one on the same large images and scored by pycocotools (bbox and seg
                 --tile-merge nmm and nms, OpenVINO f32 and int8 (the checkpoint's
                 --task export --data_type int8, calibrated on --cal validation crops) with nmm
 Seconds per image: SAHI's whole call per image (slicing, model, merge, its COCO predictions);
-ours the whole task's wall time over the images (engine start, model load, decoding, results
-and overlays written included).
+ours the whole task's wall time over the images (engine start, model load, decoding and
+results written included; --no-overlays, as SAHI draws nothing).
 Before the rows, the script checks that torchvision's model is ours: on the validation crops
 both run untiled, and the share of our detections that torchvision matches (same label, box
 IoU >= 0.9, score within 0.05) is printed with the table.
@@ -218,7 +218,7 @@ def train(engine, args, data):
 
 def ours(engine, checkpoint, data, images, out, extra):
     cmd = [engine, "--spec", SPEC, "--task", "inference", "--checkpoint", checkpoint,
-           "--images", images, "--out", out] + data_sets(data) + extra
+           "--images", images, "--out", out, "--no-overlays"] + data_sets(data) + extra
     started = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True)
     seconds = time.perf_counter() - started
