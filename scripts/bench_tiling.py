@@ -362,16 +362,9 @@ def coco_ap(gt_path, results, image_ids):
     return aps
 
 
-def box_iou(a, b):
-    iw = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    ih = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = iw * ih
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union if union > 0 else 0.0
-
-
 def parity(our_results, their_crops):
     """The share of our detections on the crops that torchvision's model also makes."""
+    from pycocotools import mask as mask_utils
     theirs = {os.path.basename(c["file"]): c for c in their_crops}
     matched = total = 0
     for r in our_results:
@@ -379,11 +372,14 @@ def parity(our_results, their_crops):
         if c is None:
             continue
         total += 1
-        x, y, w, h = r["bbox"]
-        box = [x, y, x + w, y + h]
+        if not c["boxes"]:
+            continue
+        # pycocotools' box IoU, on [x, y, w, h] boxes (torchvision's are corners).
+        boxes = [[x0, y0, x1 - x0, y1 - y0] for x0, y0, x1, y1 in c["boxes"]]
+        ious = mask_utils.iou([r["bbox"]], boxes, [0] * len(boxes))[0]
         label = r["category_id"]  # contiguous labels are the category ids 1..4 here
-        if any(lab == label and box_iou(box, b) >= 0.9 and abs(s - r["score"]) <= 0.05
-               for b, s, lab in zip(c["boxes"], c["scores"], c["labels"])):
+        if any(lab == label and iou >= 0.9 and abs(s - r["score"]) <= 0.05
+               for iou, s, lab in zip(ious, c["scores"], c["labels"])):
             matched += 1
     theirs_total = sum(len(c["boxes"]) for c in their_crops)
     return matched, total, theirs_total
@@ -431,13 +427,12 @@ def main():
     crops_dir = data["val"][0]
     crops = sorted(os.path.join(crops_dir, f) for f in os.listdir(crops_dir))
 
-    threads = ["--set", "device=cpu"]
-    env_threads = {"OMP_NUM_THREADS": str(args.threads)}
-    os.environ.update(env_threads)
+    cpu = ["--set", "device=cpu"]
+    os.environ["OMP_NUM_THREADS"] = str(args.threads)
     tiled = ["--tile", str(args.tile), "--tile-overlap", str(args.overlap)]
     rows = []
-    crop_results, _, _ = ours(engine, checkpoint, data, crops_dir, os.path.join(args.work, "ours-crops"), threads)
-    whole, whole_s, described = ours(engine, checkpoint, data, large_dir, os.path.join(args.work, "ours-whole"), threads)
+    crop_results, _, _ = ours(engine, checkpoint, data, crops_dir, os.path.join(args.work, "ours-crops"), cpu)
+    whole, whole_s, described = ours(engine, checkpoint, data, large_dir, os.path.join(args.work, "ours-whole"), cpu)
     rows.append(("whole image (ours, resized into the %d x %d canvas)" % (args.tile, args.tile),
                  coco_ap(large_json, with_ids(whole, file_ids), image_ids), whole_s / len(large)))
     theirs = peer(engine, args, data, checkpoint, large, crops)
@@ -455,7 +450,7 @@ def main():
         for merge in merges:
             found, seconds, _ = ours(engine, checkpoint, data, large_dir,
                                      os.path.join(args.work, "ours-%s-%s" % (backend.replace(" ", "-"), merge)),
-                                     threads + flags + tiled + ["--tile-merge", merge])
+                                     cpu + flags + tiled + ["--tile-merge", merge])
             rows.append(("ours, %s, --tile %d --tile-overlap %g --tile-merge %s" % (
                 backend, args.tile, args.overlap, merge),
                 coco_ap(large_json, with_ids(found, file_ids), image_ids), seconds / len(large)))
