@@ -33,12 +33,20 @@ void drawOverlay(cv::Mat& image, const std::vector<OverlayInstance>& instances,
     const OverlayInstance& in = instances[k];
     const cv::Scalar colour = categoryColour(in.category_id);
     if (in.mask) {
-      const cv::Mat mask(image.rows, image.cols, CV_8UC1, const_cast<uint8_t*>(in.mask));
+      // The window, cut to the image; the mask's rows keep their stride.
+      const cv::Rect window = in.mask_width > 0
+                                  ? cv::Rect(in.mask_x, in.mask_y, in.mask_width, in.mask_height)
+                                  : cv::Rect(0, 0, image.cols, image.rows);
+      const cv::Rect inside = window & cv::Rect(0, 0, image.cols, image.rows);
+      const cv::Mat whole_window(window.height, window.width, CV_8UC1,
+                                 const_cast<uint8_t*>(in.mask));
+      const cv::Mat mask = whole_window(inside - window.tl());
+      cv::Mat region = image(inside);
       const cv::Vec3d c(colour[0], colour[1], colour[2]);
-      for (int y = 0; y < image.rows; ++y) {
+      for (int y = 0; y < region.rows; ++y) {
         const uint8_t* m = mask.ptr<uint8_t>(y);
-        cv::Vec3b* p = image.ptr<cv::Vec3b>(y);
-        for (int x = 0; x < image.cols; ++x) {
+        cv::Vec3b* p = region.ptr<cv::Vec3b>(y);
+        for (int x = 0; x < region.cols; ++x) {
           if (!m[x]) continue;
           for (int ch = 0; ch < 3; ++ch) {
             p[x][ch] =
@@ -47,7 +55,8 @@ void drawOverlay(cv::Mat& image, const std::vector<OverlayInstance>& instances,
         }
       }
       std::vector<std::vector<cv::Point>> contours;
-      cv::findContours(mask.clone(), contours, cv::RETR_EXTERNAL, cv::CHAIN_APPROX_SIMPLE);
+      cv::findContours(mask.clone(), contours, cv::RETR_EXTERNAL, cv::CHAIN_APPROX_SIMPLE,
+                       inside.tl());
       cv::drawContours(image, contours, -1, colour, thickness, cv::LINE_AA);
     }
     const cv::Point p1(static_cast<int>(std::lround(in.x1)), static_cast<int>(std::lround(in.y1)));

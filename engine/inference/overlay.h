@@ -15,7 +15,10 @@ struct OverlayInstance {
   float score = 0;
   int64_t category_id = 0;
   std::string name;
-  const uint8_t* mask = nullptr;  // [height, width] 0/1, row-major; null: no mask
+  const uint8_t* mask = nullptr;  // 0/1, row-major, over the mask's window; null: no mask
+  // The window the mask covers, in image pixels: its top-left corner and size; a width of 0
+  // is the whole image.
+  int mask_x = 0, mask_y = 0, mask_width = 0, mask_height = 0;
   float threshold = -1;           // >= 0: the class threshold in force, shown in the label
 };
 

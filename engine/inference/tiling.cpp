@@ -48,8 +48,8 @@ std::vector<Candidate> candidatesOf(const TileDetections& t, size_t tile) {
     c.box = {b[4 * k] + static_cast<float>(t.tile.x), b[4 * k + 1] + static_cast<float>(t.tile.y),
              b[4 * k + 2] + static_cast<float>(t.tile.x),
              b[4 * k + 3] + static_cast<float>(t.tile.y)};
-    c.score = scores[k].item<float>();
-    c.label = labels[k].item<int64_t>();
+    c.score = scores.data_ptr<float>()[k];
+    c.label = labels.data_ptr<int64_t>()[k];
     if (d.masks.defined()) {
       // The mask's pixels inside the tile under the box (pasting can spill a pixel past it:
       // the crop takes one more on each side).
@@ -111,6 +111,39 @@ void mergeMask(Candidate& into, const Candidate& from) {
   into.mask = grown;
   into.mask_x = x0;
   into.mask_y = y0;
+}
+
+// The kept detections' masks as crops of one size (the largest crop's, each placed to hold
+// its own inside the image): masks of the whole image, hundreds of them at 2000 x 2000, would
+// take gigabytes, and writing and reading them cost more than the model.
+void placeMasks(const std::vector<Candidate>& kept, int height, int width,
+                model::ImageDetections& out) {
+  int64_t h = 1, w = 1;
+  for (const Candidate& c : kept) {
+    if (!c.mask.defined()) continue;
+    h = std::max(h, c.mask.size(0));
+    w = std::max(w, c.mask.size(1));
+  }
+  h = std::min<int64_t>(h, height);
+  w = std::min<int64_t>(w, width);
+  const int64_t n = static_cast<int64_t>(kept.size());
+  out.masks = at::zeros({n, h, w}, at::kByte);
+  out.mask_origins = at::zeros({n, 2}, at::kLong);
+  out.image_size = {height, width};
+  int64_t* origins = out.mask_origins.data_ptr<int64_t>();
+  for (int64_t k = 0; k < n; ++k) {
+    const Candidate& c = kept[static_cast<size_t>(k)];
+    if (!c.mask.defined()) continue;
+    // A crop lies inside the image, so moving its window back from the edges keeps it whole.
+    const int64_t x = std::max<int64_t>(0, std::min<int64_t>(c.mask_x, width - w));
+    const int64_t y = std::max<int64_t>(0, std::min<int64_t>(c.mask_y, height - h));
+    origins[2 * k] = x;
+    origins[2 * k + 1] = y;
+    out.masks[k]
+        .slice(0, c.mask_y - y, c.mask_y - y + c.mask.size(0))
+        .slice(1, c.mask_x - x, c.mask_x - x + c.mask.size(1))
+        .copy_(c.mask);
+  }
 }
 
 }  // namespace
@@ -191,20 +224,16 @@ model::ImageDetections mergeTiles(const std::vector<TileDetections>& tiles, int 
   out.boxes = at::empty({n, 4}, at::kFloat);
   out.scores = at::empty({n}, at::kFloat);
   out.labels = at::empty({n}, at::kLong);
-  if (with_masks) out.masks = at::zeros({n, height, width}, at::kByte);
+  float* boxes = out.boxes.data_ptr<float>();
+  float* scores = out.scores.data_ptr<float>();
+  int64_t* labels = out.labels.data_ptr<int64_t>();
   for (int64_t k = 0; k < n; ++k) {
     const Candidate& c = kept[static_cast<size_t>(k)];
-    for (int64_t j = 0; j < 4; ++j)
-      out.boxes[k][j] = c.box[static_cast<size_t>(j)];
-    out.scores[k] = c.score;
-    out.labels[k] = c.label;
-    if (with_masks && c.mask.defined()) {
-      out.masks[k]
-          .slice(0, c.mask_y, c.mask_y + c.mask.size(0))
-          .slice(1, c.mask_x, c.mask_x + c.mask.size(1))
-          .copy_(c.mask);
-    }
+    std::copy(c.box.begin(), c.box.end(), boxes + 4 * k);
+    scores[k] = c.score;
+    labels[k] = c.label;
   }
+  if (with_masks) placeMasks(kept, height, width, out);
   return out;
 }
 

@@ -38,8 +38,9 @@ struct TileDetections {
   model::ImageDetections detections;
 };
 
-// The detections of the whole image (height x width): boxes in its pixels, masks uint8
-// [N, height, width] (undefined when the tiles had none), by decreasing score.
+// The detections of the whole image (height x width): boxes in its pixels, by decreasing
+// score; masks as crops (ImageDetections::mask_origins: uint8 [N, h, w] of one size, each
+// placed to hold its detection's mask), undefined when the tiles had none.
 model::ImageDetections mergeTiles(const std::vector<TileDetections>& tiles, int height, int width,
                                   const TileOptions& options);
 

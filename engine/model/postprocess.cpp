@@ -36,4 +36,14 @@ ImageDetections toOriginalImage(const Detections& detections, std::array<int64_t
   return out;
 }
 
+at::Tensor wholeImageMask(const ImageDetections& detections, int64_t k) {
+  if (!detections.mask_origins.defined()) return detections.masks[k];
+  const at::Tensor crop = detections.masks[k];
+  const int64_t x = detections.mask_origins[k][0].item<int64_t>();
+  const int64_t y = detections.mask_origins[k][1].item<int64_t>();
+  at::Tensor out = at::zeros({detections.image_size[0], detections.image_size[1]}, crop.options());
+  out.slice(0, y, y + crop.size(0)).slice(1, x, x + crop.size(1)).copy_(crop);
+  return out;
+}
+
 }  // namespace mrcnn::model

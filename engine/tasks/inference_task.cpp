@@ -54,6 +54,28 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Detection k drawn: its box, score and category, its mask where there is one (a crop of a
+// tiled image's detections covers its window only).
+OverlayInstance overlayInstance(const CocoInstance& ci, const model::ImageDetections& result,
+                                int64_t k) {
+  OverlayInstance o;
+  o.x1 = static_cast<float>(ci.bbox[0]);
+  o.y1 = static_cast<float>(ci.bbox[1]);
+  o.x2 = static_cast<float>(ci.bbox[0] + ci.bbox[2]);
+  o.y2 = static_cast<float>(ci.bbox[1] + ci.bbox[3]);
+  o.score = static_cast<float>(ci.score);
+  o.category_id = ci.category_id;
+  if (!result.masks.defined()) return o;
+  o.mask = result.masks[k].data_ptr<uint8_t>();
+  if (result.mask_origins.defined()) {
+    o.mask_x = static_cast<int>(result.mask_origins[k][0].item<int64_t>());
+    o.mask_y = static_cast<int>(result.mask_origins[k][1].item<int64_t>());
+    o.mask_width = static_cast<int>(result.masks.size(2));
+    o.mask_height = static_cast<int>(result.masks.size(1));
+  }
+  return o;
+}
+
 // Writes each image's detections into results.json and its overlay image.
 class ResultWriter {
  public:
@@ -111,15 +133,9 @@ class ResultWriter {
       ++detections_;
       if (has_threshold || ci.score >= overlay_threshold_) {
         drafted.push_back(&ci);
-        const auto& name = categories_.at(static_cast<size_t>(ci.label)).name;
-        overlay.push_back({static_cast<float>(ci.bbox[0]), static_cast<float>(ci.bbox[1]),
-                           static_cast<float>(ci.bbox[0] + ci.bbox[2]),
-                           static_cast<float>(ci.bbox[1] + ci.bbox[3]),
-                           static_cast<float>(ci.score), ci.category_id, name,
-                           result.masks.defined()
-                               ? result.masks[static_cast<int64_t>(k)].data_ptr<uint8_t>()
-                               : nullptr,
-                           has_threshold ? static_cast<float>(threshold->second) : -1.0f});
+        overlay.push_back(overlayInstance(ci, result, static_cast<int64_t>(k)));
+        overlay.back().name = categories_.at(static_cast<size_t>(ci.label)).name;
+        overlay.back().threshold = has_threshold ? static_cast<float>(threshold->second) : -1.0f;
       }
     }
     if (drafts_) {

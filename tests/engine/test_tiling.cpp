@@ -13,6 +13,7 @@
 #include "engine/inference/coco_results.h"
 #include "engine/inference/tiled_backend.h"
 #include "engine/inference/tiling.h"
+#include "engine/model/postprocess.h"
 
 #include <QtTest/QtTest>
 // clang-format on
@@ -119,11 +120,15 @@ class TilingTest : public QObject {
     const mrcnn::model::ImageDetections merged = tiled->detect({image}).front();
     QCOMPARE(seen->images_seen, 6);
     QCOMPARE(merged.boxes.size(0), int64_t{2});
-    QCOMPARE(merged.masks.sizes(), untiled.masks.sizes());
+    // The merged masks are crops of the image (mask_origins), each whole inside its window.
+    QVERIFY(merged.mask_origins.defined());
+    QCOMPARE(merged.image_size[0], int64_t{700});
+    QCOMPARE(merged.image_size[1], int64_t{1000});
+    QVERIFY(merged.masks.size(1) < 700 && merged.masks.size(2) < 1000);
     for (int64_t i = 0; i < 2; ++i) {
       double best = 0;
       for (int64_t j = 0; j < 2; ++j)
-        best = std::max(best, maskIoU(merged.masks[i], untiled.masks[j]));
+        best = std::max(best, maskIoU(mrcnn::model::wholeImageMask(merged, i), untiled.masks[j]));
       QVERIFY2(best >= 0.95, qPrintable(QString("object %1: mask IoU %2").arg(i).arg(best)));
     }
     QVERIFY(at::allclose(std::get<0>(merged.boxes.sort(0)), std::get<0>(untiled.boxes.sort(0))));
@@ -172,7 +177,9 @@ class TilingTest : public QObject {
     const mrcnn::model::ImageDetections d = tiled->detect({image}).front();
     QCOMPARE(seen->images_seen, 7);
     QCOMPARE(d.boxes.size(0), int64_t{1});
-    QCOMPARE(d.masks.sum().item<int64_t>(), int64_t{401 * 201});
+    QCOMPARE(mrcnn::model::wholeImageMask(d, 0).sum().item<int64_t>(), int64_t{401 * 201});
+    QCOMPARE(mrcnn::model::wholeImageMask(d, 0).slice(0, 100, 301).slice(1, 300, 701).sum().item<int64_t>(),
+             int64_t{401 * 201});
   }
 
   // The results of a large image: each mask is encoded from the part that holds it, and the
@@ -217,6 +224,49 @@ class TilingTest : public QObject {
       QVERIFY2(found[static_cast<size_t>(k)].mask.has_value(), qPrintable(QString::number(k)));
       QVERIFY2(*found[static_cast<size_t>(k)].mask == whole,
                qPrintable("mask " + QString::number(k) + " encoded differently"));
+    }
+
+    // The same masks as a tiled image's detections hold them: crops of 50 x 70 at random
+    // origins that keep each foreground inside (those too large for the window left out),
+    // encoded as the whole masks are.
+    std::vector<int64_t> kept;
+    std::vector<at::Tensor> crops;
+    std::vector<int64_t> origins;
+    const int64_t ch = 50, cw = 70;
+    for (int64_t k = 0; k < n; ++k) {
+      const at::Tensor m = d.masks[k];
+      const at::Tensor rows = at::nonzero(m.any(1)), cols = at::nonzero(m.any(0));
+      int64_t fy0 = 0, fy1 = 0, fx0 = 0, fx1 = 0;
+      if (rows.size(0) > 0) {
+        fy0 = rows[0][0].item<int64_t>();
+        fy1 = rows[-1][0].item<int64_t>() + 1;
+        fx0 = cols[0][0].item<int64_t>();
+        fx1 = cols[-1][0].item<int64_t>() + 1;
+      }
+      if (fy1 - fy0 > ch || fx1 - fx0 > cw) continue;
+      const int64_t ry = at::randint(0, ch - (fy1 - fy0) + 1, {1}).item<int64_t>();
+      const int64_t rx = at::randint(0, cw - (fx1 - fx0) + 1, {1}).item<int64_t>();
+      const int64_t y = std::max<int64_t>(0, std::min(fy0 - ry, h - ch));
+      const int64_t x = std::max<int64_t>(0, std::min(fx0 - rx, w - cw));
+      crops.push_back(m.slice(0, y, y + ch).slice(1, x, x + cw));
+      origins.insert(origins.end(), {x, y});
+      kept.push_back(k);
+    }
+    QVERIFY(kept.size() >= 22);
+    const int64_t m = static_cast<int64_t>(kept.size());
+    mrcnn::model::ImageDetections cropped;
+    cropped.masks = at::stack(crops).contiguous();
+    cropped.mask_origins = at::tensor(origins, at::kLong).view({m, 2});
+    cropped.image_size = {h, w};
+    cropped.boxes = at::zeros({m, 4}, at::kFloat);
+    cropped.scores = at::ones({m}, at::kFloat);
+    cropped.labels = at::ones({m}, at::kLong);
+    const std::vector<CocoInstance> from_crops = cocoInstances(cropped, {0, 1});
+    for (int64_t i = 0; i < m; ++i) {
+      const size_t k = static_cast<size_t>(kept[static_cast<size_t>(i)]);
+      QVERIFY2(*from_crops[static_cast<size_t>(i)].mask == *found[k].mask,
+               qPrintable("mask " + QString::number(k) + " encoded differently from its crop"));
+      QVERIFY(at::equal(mrcnn::model::wholeImageMask(cropped, i), d.masks[static_cast<int64_t>(k)]));
     }
   }
 
