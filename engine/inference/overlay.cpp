@@ -25,13 +25,18 @@ void drawOverlay(cv::Mat& image, const std::vector<OverlayInstance>& instances,
   std::iota(order.begin(), order.end(), size_t{0});
   std::sort(order.begin(), order.end(),
             [&](size_t a, size_t b) { return instances[a].score < instances[b].score; });
-  const int thickness =
+  // Lines and labels grow with the image, but not past what the object's size allows: a large
+  // image of small objects (tiled inference) keeps each object visible under its label.
+  const int image_thickness =
       std::max(1, static_cast<int>(std::lround(std::min(image.rows, image.cols) / 320.0)));
-  const double font_scale = std::max(0.4, std::min(image.rows, image.cols) / 900.0);
+  const double image_font_scale = std::max(0.4, std::min(image.rows, image.cols) / 900.0);
 
   for (size_t k : order) {
     const OverlayInstance& in = instances[k];
     const cv::Scalar colour = categoryColour(in.category_id);
+    const double side = std::min(in.x2 - in.x1, in.y2 - in.y1);
+    const int thickness = std::clamp(static_cast<int>(std::lround(side / 16.0)), 1, image_thickness);
+    const double font_scale = std::min(image_font_scale, std::max(0.35, side / 60.0));
     if (in.mask) {
       // The window, cut to the image; the mask's rows keep their stride.
       const cv::Rect window = in.mask_width > 0
