@@ -1,7 +1,8 @@
 // The evaluate task on a spec: a checkpoint on the spec's validation set (the model run as the
 // train task's evaluation runs it, events on stdout and in the run directory, metrics in
-// <run dir>/eval/<checkpoint stem>.json). A results file against annotations, no model, is
-// evaluate_files_task.cpp.
+// <run dir>/eval/<checkpoint stem>.json), or an exported model through OpenVINO (--backend
+// openvino --onnx F: no checkpoint needed, metrics in <run dir>/eval/<F's stem>.openvino.json).
+// A results file against annotations, no model, is evaluate_files_task.cpp.
 #include <torch/torch.h>
 
 #include <chrono>
@@ -112,12 +113,18 @@ int evaluateCheckpoint(const TaskOptions& options, const EvaluateOptions& evalua
   report.write(train::startEvent("evaluate", options.spec_path.string(), run_dir.string(),
                                  device_choice.name, 1, 0, 0, MRCNN_VERSION));
 
-  const fs::path weights = weightsFile(options.checkpoint, loaded, run_dir, &report);
-  if (weights.empty()) {
+  // An exported model (--backend openvino --onnx) runs without weights of ours: the spec's
+  // model then only names the categories and the input.
+  const bool exported = evaluate.backend == "openvino" && !evaluate.onnx.empty();
+  const fs::path weights =
+      exported ? fs::path() : weightsFile(options.checkpoint, loaded, run_dir, &report);
+  if (!exported && weights.empty()) {
     return report.fail("no_checkpoint",
                        "no checkpoint to evaluate: " + weightsSearched(options.spec_path, run_dir),
                        kExitBadData);
   }
+  // What is evaluated, naming the metrics file and the summary.
+  const fs::path evaluated = exported ? evaluate.onnx : weights;
 
   std::ostringstream data_log, data_err;
   const std::optional<DataFiles> data =
@@ -144,11 +151,16 @@ int evaluateCheckpoint(const TaskOptions& options, const EvaluateOptions& evalua
   // scores here what its run reported for it.
   model::MaskRCNN net(nullptr);
   try {
-    WeightsReport w;
-    net = loadModel(modelOptionsFromSpec(s, loaded.resolved), weights,
-                    s.skip_checkpoint_variables(), &w);
-    report.log("weights: " + weights.string() + " (" + w.kind + ", " + std::to_string(w.loaded) +
-               " tensors, " + std::to_string(w.skipped.size()) + " skipped)");
+    if (exported) {
+      net = model::MaskRCNN(modelOptionsFromSpec(s, loaded.resolved));
+    } else {
+      WeightsReport w;
+      net = loadModel(modelOptionsFromSpec(s, loaded.resolved), weights,
+                      s.skip_checkpoint_variables(), &w);
+      report.log("weights: " + weights.string() + " (" + w.kind + ", " +
+                 std::to_string(w.loaded) + " tensors, " + std::to_string(w.skipped.size()) +
+                 " skipped)");
+    }
   } catch (const std::exception& e) {
     return report.fail("bad_checkpoint", e.what(), kExitBadData);
   }
@@ -156,7 +168,7 @@ int evaluateCheckpoint(const TaskOptions& options, const EvaluateOptions& evalua
   const std::optional<Precision> precision = device_choice.precision;
   if (!precision->fallback.empty()) report.log(precision->fallback);
   // A checkpoint of ours is named by its step; other weights (torchvision's) have none.
-  const uint64_t step = train::checkpointStepOf(weights.filename().string()).value_or(0);
+  const uint64_t step = train::checkpointStepOf(evaluated.filename().string()).value_or(0);
 
   ValidationResult v;
   if (evaluate.backend == "openvino" || evaluate.tile.size > 0) {
@@ -192,7 +204,7 @@ int evaluateCheckpoint(const TaskOptions& options, const EvaluateOptions& evalua
   // OpenVINO's numbers beside LibTorch's, not over them.
   const fs::path metrics_path =
       run_dir / "eval" /
-      (weights.stem().string() + (evaluate.backend == "openvino" ? ".openvino" : "") +
+      (evaluated.stem().string() + (evaluate.backend == "openvino" ? ".openvino" : "") +
        (evaluate.tile.size > 0 ? ".tiled" : "") + ".json");
   try {
     io::writeFileAtomic(metrics_path, eval::metricsJson(v.report));
@@ -206,7 +218,7 @@ int evaluateCheckpoint(const TaskOptions& options, const EvaluateOptions& evalua
                                 metrics_path.string(), v.losses ? &*v.losses : nullptr));
 
   std::ostringstream summary;
-  summary << weights.filename().string() << " on " << v.images << " images of "
+  summary << evaluated.filename().string() << " on " << v.images << " images of "
           << data->val_json.string() << ": " << apSummary("bbox", *v.report.bbox);
   if (v.report.segm) summary << ", " << apSummary("segm", *v.report.segm);
   summary << "; metrics " << metrics_path.string();

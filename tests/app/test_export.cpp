@@ -210,10 +210,13 @@ class ExportTest : public QObject {
 
     // evaluate through OpenVINO in f32 scores what LibTorch scores in fp32, into a file of its
     // own.
-    const auto evaluated = [&](const QString& backend) {
-      const Run e =
-          engine({"--spec", shapesSpec_, "--run-dir", run, "--task", "evaluate", "--backend",
-                  backend, "--set", "use_amp=False", "--set", "data_config.eval_samples=8"});
+    const auto evaluated = [&](const QString& backend, const QStringList& extra = {},
+                               const QString& in_run = QString()) {
+      const Run e = engine(QStringList{"--spec", shapesSpec_, "--run-dir",
+                                       in_run.isEmpty() ? run : in_run, "--task", "evaluate",
+                                       "--backend", backend, "--set", "use_amp=False", "--set",
+                                       "data_config.eval_samples=8"} +
+                           extra);
       if (e.code != 0) qWarning("%s", qPrintable(explain(e)));
       for (const QString& line : e.out.split('\n')) {
         const QJsonObject event = QJsonDocument::fromJson(line.toUtf8()).object();
@@ -227,6 +230,16 @@ class ExportTest : public QObject {
              qPrintable(QString("bbox AP %1 (LibTorch) and %2 (OpenVINO)").arg(lt_ap).arg(ov_ap)));
     QVERIFY(QFile::exists(run + "/eval/model.step-150.json") &&
             QFile::exists(run + "/eval/model.step-150.openvino.json"));
+    // The exported file evaluated as it is, in a run directory without a checkpoint: the same
+    // AP, its metrics named by the file.
+    const QString no_checkpoint = path("eval_exported");
+    const double exported_ap =
+        evaluated("openvino", {"--onnx", out + "/model.onnx"}, no_checkpoint);
+    QVERIFY2(std::abs(exported_ap - ov_ap) < 1e-4,
+             qPrintable(QString("bbox AP %1 (model.onnx) and %2 (exported on the fly)")
+                            .arg(exported_ap)
+                            .arg(ov_ap)));
+    QVERIFY(QFile::exists(no_checkpoint + "/eval/model.openvino.json"));
 
     // ONNX Runtime on the first validation images against the engine in fp32.
     QDir().mkpath(path("shapes_images"));
