@@ -40,8 +40,11 @@ struct Int8Policy {
   bool seven_bit_signed = true;
   // A layer that reads the output of a quantised layer directly (no activation between: the
   // FPN's top 3x3 after its 1x1, the RPN's 3x3 on the FPN's outputs) stays float. OpenVINO
-  // 2026.4's CPU plugin gives zeros from such a pair in int8 (measured on an AVX2 CPU: the RPN
-  // saw nothing at the levels where it happened), where ONNX Runtime computes it right.
+  // 2026.4's CPU plugin gives zeros from such a pair in int8 on some models (measured on an
+  // AVX2 CPU with the seeded R50-FPN: the RPN saw nothing at the levels where it happened),
+  // where ONNX Runtime computes it right; on others (trained ResNet-18 models) it computes
+  // them right, and they are 15-20% of the int8 model's time. The export task measures which
+  // (engine/tasks/export_int8.h) and quantises them where it can.
   bool float_after_quantised = true;
   // Layers that stay float: a weight name ("rpn/head/cls_logits.weight") and why.
   std::vector<std::pair<std::string, std::string>> keep_float;

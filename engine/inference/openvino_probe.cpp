@@ -37,13 +37,15 @@ std::map<std::string, at::Tensor> OpenVinoProbe::run(const cv::Mat& bgr) {
   std::map<std::string, at::Tensor> out;
   for (const std::string& name : outputs_) {
     const ov::Tensor t = state_->request.get_tensor(name);
-    if (t.get_element_type() != ov::element::f32)
-      throw std::runtime_error("the probed tensor " + name + " is not float32");
+    const ov::element::Type type = t.get_element_type();
+    if (type != ov::element::f32 && type != ov::element::i64)
+      throw std::runtime_error("the probed tensor " + name + " is neither float32 nor int64");
     std::vector<int64_t> shape;
     for (size_t d : t.get_shape())
       shape.push_back(static_cast<int64_t>(d));
-    out[name] =
-        at::from_blob(const_cast<void*>(t.data()), shape, at::TensorOptions().dtype(at::kFloat));
+    out[name] = at::from_blob(const_cast<void*>(t.data()), shape,
+                              at::TensorOptions().dtype(type == ov::element::f32 ? at::kFloat
+                                                                                 : at::kLong));
   }
   return out;
 }

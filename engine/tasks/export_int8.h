@@ -1,7 +1,9 @@
 // The export task's int8 stage (--data_type int8): the fp32 export's activation ranges,
 // measured with OpenVINO on calibration images (engine/export/calibration.h) or read from a
 // cache made for the same model, and the QDQ model built from them
-// (engine/export/quantize_qdq.h).
+// (engine/export/quantize_qdq.h). The layers that read a quantised layer's output directly
+// run in int8 where that keeps OpenVINO's detections as they are with them float, checked on
+// the first calibration images against the fp32 model.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +19,7 @@ namespace mrcnn::engine {
 
 struct Int8Request {
   std::string fp32_bytes;                     // the serialized model.onnx
-  std::filesystem::path dir;                  // the export's folder (staging): probe and cache
+  std::filesystem::path dir;  // the export's folder (staging): model.onnx, probe and cache
   std::vector<std::filesystem::path> images;  // calibration images, in order (the first N used)
   int64_t image_limit = 10;
   std::filesystem::path cache_file;  // the user's --cal_cache_file, or empty
