@@ -95,6 +95,27 @@ def timed(fn, paths, warmup, iters):
     return 1000 * statistics.median(times), last
 
 
+def timed_together(runners, paths, warmup, iters):
+    """Several runners (name -> fn) timed in one pass: for each round and image, every runner
+    in turn (the order reversed every other image), so that a busy moment of a shared machine
+    falls on all of them alike. Per runner: the mean over the images of each image's median
+    over the rounds (ms), and the last outputs by file name."""
+    inputs = {p: rgb01(p) for p in paths}
+    names = list(runners)
+    times = {n: {p: [] for p in paths} for n in names}
+    last = {n: {} for n in names}
+    for it in range(warmup + iters):
+        for k, p in enumerate(paths):
+            for n in (names if (it + k) % 2 == 0 else names[::-1]):
+                start = time.perf_counter()
+                out = runners[n](inputs[p])
+                if it >= warmup:
+                    times[n][p].append(time.perf_counter() - start)
+                last[n][os.path.basename(p)] = out
+    return {n: (1000 * statistics.mean(statistics.median(times[n][p]) for p in paths), last[n])
+            for n in names}
+
+
 def torchvision_runner(weights, bf16):
     model = mask_rcnn_parity.build()  # maskrcnn_resnet50_fpn's modules, FrozenBatchNorm2d
     model.load_state_dict(torch.load(weights, map_location="cpu"), strict=True)

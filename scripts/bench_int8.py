@@ -25,7 +25,10 @@ NNCF's int8, with agreement with OpenVINO f32 (share of its detections matched b
 same category with box IoU >= 0.9).
 
 Timing: OpenVINO's Python API on the float image [3, H, W], every core of the machine
-(threads as OpenVINO chooses), the median per image over --iters rounds after one warm-up.
+(threads as OpenVINO chooses), all the models of a part in one pass (for each round and image,
+each model in turn, the order reversed every other image, so that a busy moment of a shared
+machine falls on all of them); per model the mean over the images of each image's median over
+--iters rounds, after one warm-up round.
 
 Prints markdown tables; with --write, this CPU's subsection of docs/BENCHMARKS.md ("## int8
 export vs NNCF", "### <CPU name> (<its vector extensions>)") becomes this run's machine, date
@@ -36,6 +39,7 @@ import argparse
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -44,7 +48,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 from bench_doc import (cpu_features, find_program, load_average,  # noqa: E402
                        machine_line, replace_machine_subsection, venv_python)
-from bench_export import agreement, openvino_runner, prepare, timed, torchvision_runner  # noqa: E402
+from bench_export import (agreement, openvino_runner, prepare, timed_together,  # noqa: E402
+                         torchvision_runner)
 
 SECTION = "## int8 export vs NNCF"
 SHAPES_SPEC = os.path.join(ROOT, "specs", "shapes_resnet18.txt")
@@ -91,7 +96,11 @@ def train_shapes(engine, out, steps):
 
 
 def export_int8(engine, spec, checkpoint, out_dir, cal_dir, cal, extra):
-    if not os.path.exists(os.path.join(out_dir, "model.int8.onnx")):
+    made = os.path.join(out_dir, "model.int8.onnx")
+    # An export older than the engine is made again: the int8 choices may have changed.
+    if os.path.exists(made) and os.path.getmtime(made) < os.path.getmtime(engine):
+        shutil.rmtree(out_dir)
+    if not os.path.exists(made):
         run([engine, "--spec", spec, "--task", "export", "--checkpoint", checkpoint,
              "--output-dir", out_dir, "--data_type", "int8", "--cal_image_dir", cal_dir,
              "--batches", str(cal), "--set", "device=cpu"] + extra, stdout=subprocess.DEVNULL)
@@ -154,12 +163,14 @@ def shapes_part(engine, args):
     models += [("ours int8", os.path.join(export, "model.int8.onnx"), ["--set", "use_amp=False"]),
                ("NNCF int8", nncf, ["--set", "use_amp=False"])]
     paths = images_in(val)
+    aps = [evaluate(engine, spec, model,
+                    extra + data + checked + ["--set", "data_config.eval_samples=0"])
+           for _, model, extra in models]
+    timings = timed_together({name: openvino_runner(model, "bf16" in name)[0]
+                              for name, model, _ in models}, paths, 1, args.iters)
     rows, base = [], None
-    for name, model, extra in models:
-        bbox, segm = evaluate(engine, spec, model,
-                              extra + data + checked + ["--set", "data_config.eval_samples=0"])
-        runner, _ = openvino_runner(model, "bf16" in name)
-        ms, _ = timed(runner, paths, 1, args.iters)
+    for (name, _, _), (bbox, segm) in zip(models, aps):
+        ms = timings[name][0]
         base = base or (bbox, segm, ms)
         rows.append("| %s | %.3f | %+.3f | %.3f | %+.3f | %.1f | %.2fx |" % (
             name, bbox, bbox - base[0], segm, segm - base[1], ms, base[2] / ms))
@@ -183,25 +194,26 @@ def r50_part(engine, args):
     nncf = nncf_quantize(os.path.join(export, "model.onnx"),
                          os.path.join(work, "nncf", "model.xml"), paths[:args.cal])
     timed_paths = paths[:args.photos]
-    tv_ms, _ = timed(torchvision_runner(weights, False), timed_paths, 1, args.iters)
-    rows = ["| torchvision fp32 (eager) | %.0f | 1.00x | |" % tv_ms]
-    f32_ms, reference = None, None
     models = [("OpenVINO f32", os.path.join(export, "model.onnx"), False)]
     if has_bf16():
         models.append(("OpenVINO bf16", os.path.join(export, "model.onnx"), True))
     models += [("ours int8", os.path.join(export, "model.int8.onnx"), False),
                ("NNCF int8", nncf, False)]
-    for name, model, bf16 in models:
-        runner, _ = openvino_runner(model, bf16)
-        ms, last = timed(runner, timed_paths, 1, args.iters)
-        if reference is None:
-            f32_ms, reference = ms, last
+    runners = {"torchvision": torchvision_runner(weights, False)}
+    runners.update({name: openvino_runner(model, bf16)[0] for name, model, bf16 in models})
+    timings = timed_together(runners, timed_paths, 1, args.iters)
+    tv_ms = timings["torchvision"][0]
+    rows = ["| torchvision fp32 (eager) | %.0f | 1.00x | |" % tv_ms]
+    f32_ms, reference = timings["OpenVINO f32"]
+    for name, _, _ in models:
+        ms, last = timings[name]
         share, _ = agreement(last, reference)
         rows.append("| %s | %.0f | %.2fx | %.2fx | %.2f |" % (name, ms, tv_ms / ms, f32_ms / ms,
                                                               share))
     rows[0] = "| torchvision fp32 (eager) | %.0f | 1.00x | %.2fx | |" % (tv_ms, f32_ms / tv_ms)
     header = ("R50-FPN (seeded weights), %d photos 640x480 (800x1066 inside), calibration on "
-              "%d photos; median of %d rounds." % (len(timed_paths), args.cal, args.iters))
+              "%d photos; every path timed in one pass, image by image, the mean of each photo's "
+              "median over %d rounds." % (len(timed_paths), args.cal, args.iters))
     table = ["| model | ms / image | vs torchvision fp32 | vs OpenVINO f32 | agrees with f32 |",
              "| --- | ---: | ---: | ---: | ---: |"] + rows
     return header, table

@@ -87,6 +87,13 @@ void writeCalibrationCache(const std::filesystem::path& file, const CalibrationC
     j.key("weights").value(cache.weights);
     j.key("percentile").value(cache.percentile);
     j.key("images").value(cache.images);
+    if (cache.fully_connected) {
+      j.key("fully_connected_timing").beginObject();
+      j.key("images").value(cache.fully_connected->images);
+      j.key("int8_ms").value(cache.fully_connected->int8_ms);
+      j.key("float_ms").value(cache.fully_connected->float_ms);
+      j.endObject();
+    }
     j.key("activations").beginObject();
     for (const auto& [name, r] : cache.ranges) {
       j.key(name).beginObject();
@@ -128,6 +135,17 @@ CalibrationCache readCalibrationCache(const std::filesystem::path& file) {
   if (doc["percentile"].get(cache.percentile) != simdjson::SUCCESS ||
       doc["images"].get(cache.images) != simdjson::SUCCESS) {
     throw CalibrationCacheError(where + "\"percentile\" or \"images\": missing or not a number");
+  }
+  if (simdjson::dom::object timing; doc["fully_connected_timing"].get(timing) == simdjson::SUCCESS) {
+    LayerTiming t;
+    if (timing["images"].get(t.images) != simdjson::SUCCESS || t.images <= 0 ||
+        timing["int8_ms"].get(t.int8_ms) != simdjson::SUCCESS || !(t.int8_ms > 0) ||
+        timing["float_ms"].get(t.float_ms) != simdjson::SUCCESS || !(t.float_ms > 0)) {
+      throw CalibrationCacheError(where +
+                                  "\"fully_connected_timing\": not a timing (images, int8_ms, "
+                                  "float_ms above 0)");
+    }
+    cache.fully_connected = t;
   }
   simdjson::dom::object activations;
   if (doc["activations"].get(activations) != simdjson::SUCCESS)

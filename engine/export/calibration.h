@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -35,12 +36,22 @@ class RangeCollector {
   ActivationRanges sums_;  // low and high summed over the images
 };
 
+// The time per image of the int8 model with its fully connected layers int8 and with them
+// float, measured on the machine that calibrated (engine/tasks/int8_layer_checks.h).
+struct LayerTiming {
+  int64_t images = 0;
+  double int8_ms = 0, float_ms = 0;
+};
+
 struct CalibrationCache {
   std::string fingerprint;
   std::string spec, weights;  // where the model came from, for the refusal's message
   double percentile = 99.99;
   int64_t images = 0;
   ActivationRanges ranges;
+  // Kept with the ranges so that a reused cache builds the same model; absent in a cache
+  // written before the export timed them.
+  std::optional<LayerTiming> fully_connected;
 };
 
 // The fp32 model's fingerprint: its graph, without the file's metadata.

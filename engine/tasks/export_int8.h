@@ -1,9 +1,10 @@
 // The export task's int8 stage (--data_type int8): the fp32 export's activation ranges,
 // measured with OpenVINO on calibration images (engine/export/calibration.h) or read from a
 // cache made for the same model, and the QDQ model built from them
-// (engine/export/quantize_qdq.h). The layers that read a quantised layer's output directly
-// run in int8 where that keeps OpenVINO's detections as they are with them float, checked on
-// the first calibration images against the fp32 model.
+// (engine/export/quantize_qdq.h). Two choices are then measured on the first calibration images
+// (engine/tasks/int8_layer_checks.h): the layers that read a quantised layer's output directly
+// run in int8 where that keeps OpenVINO's detections as they are with them float, and the
+// fully connected layers where int8 is faster than float on this CPU.
 #pragma once
 
 #include <cstdint>

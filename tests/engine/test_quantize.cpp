@@ -246,6 +246,14 @@ class QuantizeTest : public QObject {
     QCOMPARE(back.ranges.at("x").min, -1.5);
     QCOMPARE(back.ranges.at("x").high, 2.0);
     QCOMPARE(back.ranges.at("x").images, int64_t{2});
+    QVERIFY(!back.fully_connected);  // none measured, none written
+    cache.fully_connected = LayerTiming{2, 63.25, 56.5};
+    writeCalibrationCache(file, cache);
+    const CalibrationCache timed = readCalibrationCache(file);
+    QVERIFY(timed.fully_connected);
+    QCOMPARE(timed.fully_connected->images, int64_t{2});
+    QCOMPARE(timed.fully_connected->int8_ms, 63.25);
+    QCOMPARE(timed.fully_connected->float_ms, 56.5);
 
     onnx::ModelProto proto;
     QVERIFY(proto.ParseFromString(t.bytes));
@@ -270,6 +278,17 @@ class QuantizeTest : public QObject {
     } catch (const CalibrationCacheError& e) {
       const std::string m = e.what();
       QVERIFY2(m.find(file.string()) == 0 && m.find("\"x\"") != std::string::npos, e.what());
+    }
+    std::ofstream(file) << R"({"format": "mrcnn-workbench int8 calibration 1",
+      "model_fingerprint": "ab", "spec": "s", "weights": "w", "percentile": 99.9, "images": 1,
+      "fully_connected_timing": {"images": 1, "int8_ms": 0, "float_ms": 5},
+      "activations": {"x": {"min": 0, "max": 1, "low": 0, "high": 1, "images": 1}}})";
+    try {
+      readCalibrationCache(file);
+      QFAIL("a timing of 0 ms was read");
+    } catch (const CalibrationCacheError& e) {
+      QVERIFY2(std::string(e.what()).find("\"fully_connected_timing\"") != std::string::npos,
+               e.what());
     }
   }
 };
