@@ -29,7 +29,8 @@ constexpr const char* kModelTaskUsage =
     "                    [--out-annotations DRAFT.json] [--no-overlays]\n"
     "                    (default images: the spec's validation images; --image-dir is\n"
     "                    --images; DRAFT.json: the detections as COCO annotations to correct;\n"
-    "                    --streams N: throughput mode, N images in flight)\n"
+    "                    --streams N: throughput mode, N images in flight; without --tile,\n"
+    "                    the spec's data_config.tile_size decides, --tile 0: whole images)\n"
     "       mrcnn-engine --spec SPEC --task evaluate [--run-dir DIR] [--checkpoint FILE]\n"
     "                    [--backend libtorch|openvino] [--onnx MODEL.onnx] [--tile SIZE ...]\n"
     "       mrcnn-engine --task dataset_convert --image-dir DIR --annotations FILE.json\n"
@@ -107,10 +108,22 @@ std::optional<TileOptions> tileOptions(const std::map<std::string, std::string>&
   };
   const auto size = wholeNumber(get("--tile"), 0);
   if (!size) {
-    err << "mrcnn-engine: --tile " << get("--tile") << ": a tile's side in pixels\n";
+    err << "mrcnn-engine: --tile " << get("--tile")
+        << ": a tile's side in pixels (0: whole images, whatever the spec says)\n";
     return std::nullopt;
   }
   tile.size = static_cast<int>(*size);
+  tile.given = true;
+  if (tile.size == 0) {  // whole images, even where the spec tiles them
+    for (const char* key : {"--tile-overlap", "--tile-full", "--tile-merge",
+                            "--tile-match-threshold"}) {
+      if (has(key)) {
+        err << "mrcnn-engine: " << key << " with --tile 0: whole images have no tiles\n";
+        return std::nullopt;
+      }
+    }
+    return tile;
+  }
   tile.full_image = has("--tile-full");
   if (!number("--tile-overlap", tile.overlap) ||
       !number("--tile-match-threshold", tile.match_threshold)) {
@@ -328,7 +341,7 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
   }
   const std::optional<TileOptions> tile = tileOptions(values, err);
   if (!tile) return kExitUsage;
-  if (tile->size > 0 && task != "evaluate" && task != "inference") {
+  if (tile->given && task != "evaluate" && task != "inference") {
     err << "mrcnn-engine: --tile tiles the images of inference and evaluate\n";
     return kExitUsage;
   }

@@ -372,6 +372,13 @@ void checkData(const Experiment& s, Checker& c, Resolved* r) {
   if (d.max_num_instances() == 0) c.error(p + "max_num_instances", "must be at least 1");
   if (!(d.repeat_threshold() >= 0 && d.repeat_threshold() <= 1))
     c.error(p + "repeat_threshold", "must be from 0 (off) to 1, got " + number(d.repeat_threshold()));
+  if (d.tile_size() > 0 && d.tile_size() < 32)
+    c.error(p + "tile_size", "a tile's side in pixels, at least 32 (0: whole images), got " +
+                                 std::to_string(d.tile_size()));
+  if (!(d.tile_overlap() >= 0 && d.tile_overlap() < 1))
+    c.error(p + "tile_overlap", "the share of a tile its neighbour overlaps, in [0, 1), got " +
+                                    number(d.tile_overlap()));
+  requireChoice(c, d, p, "tile_merge");
 
   const bool train_dir = !d.train_image_dir().empty(), train_json = !d.train_json_file().empty();
   if (train_dir != train_json) {

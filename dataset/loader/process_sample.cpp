@@ -60,6 +60,51 @@ std::vector<uint8_t> Targets::fullMask(size_t i, int height, int width) const {
   return out;
 }
 
+SampleImage readSampleImage(const SampleSource& source, size_t index) {
+  SampleImage out;
+  auto problem = [&](LoaderWarningCode code, std::string message) {
+    out.problem.emplace(code, std::move(message));
+    return std::move(out);
+  };
+  SourceSample& sample = out.sample;
+  try {
+    out.image_id = source.imageId(index);
+    sample = source.read(index);
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const SampleError& e) {
+    return problem(e.kind() == SampleError::Kind::kMissing ? LoaderWarningCode::kMissingImage
+                                                           : LoaderWarningCode::kUnreadableImage,
+                   e.what());
+  } catch (const std::exception& e) {
+    return problem(LoaderWarningCode::kUnreadableImage, e.what());
+  }
+  out.image_id = sample.image_id;
+  if (!sample.encoded.empty()) {
+    // COCO's annotations are in the stored pixel grid: EXIF orientation is not applied.
+    DecodedImage decoded = decodeImage(sample.encoded);
+    sample.encoded.clear();
+    sample.encoded.shrink_to_fit();
+    if (!decoded.ok()) {
+      return problem(LoaderWarningCode::kCorruptImage, sample.origin + ": " + decoded.problem);
+    }
+    out.image = std::move(decoded.bgr);
+  } else {
+    out.image = sample.decoded;
+  }
+  const cv::Mat& image = out.image;
+  if (image.empty() || image.type() != CV_8UC3)
+    return problem(LoaderWarningCode::kCorruptImage, sample.origin + ": cannot be decoded as an image");
+  if (sample.height != 0 && (image.rows != static_cast<int>(sample.height) ||
+                             image.cols != static_cast<int>(sample.width))) {
+    return problem(LoaderWarningCode::kSizeMismatch,
+                   sample.origin + ": the image is " + std::to_string(image.cols) + "x" +
+                       std::to_string(image.rows) + ", the annotations say " +
+                       std::to_string(sample.width) + "x" + std::to_string(sample.height));
+  }
+  return out;
+}
+
 SampleResult processSample(const SampleSource& source, const LoaderOptions& options,
                            const ResizeSpec& resize, uint64_t epoch, uint64_t position,
                            uint32_t index) {
@@ -74,49 +119,14 @@ SampleResult processSample(const SampleSource& source, const LoaderOptions& opti
                                .epoch = epoch,
                                .position = position});
   };
-  SourceSample sample;
-  try {
-    image_id = source.imageId(index);
-    sample = source.read(index);
-  } catch (const std::bad_alloc&) {
-    throw;
-  } catch (const SampleError& e) {
-    warn(e.kind() == SampleError::Kind::kMissing ? LoaderWarningCode::kMissingImage
-                                                 : LoaderWarningCode::kUnreadableImage,
-         e.what());
-    return result;
-  } catch (const std::exception& e) {
-    warn(LoaderWarningCode::kUnreadableImage, e.what());
+  SampleImage read = readSampleImage(source, index);
+  image_id = read.image_id;
+  if (read.problem) {
+    warn(read.problem->first, std::move(read.problem->second));
     return result;
   }
-  image_id = sample.image_id;
-
-  cv::Mat image;
-  if (!sample.encoded.empty()) {
-    // COCO's annotations are in the stored pixel grid: EXIF orientation is not applied.
-    DecodedImage decoded = decodeImage(sample.encoded);
-    sample.encoded.clear();
-    sample.encoded.shrink_to_fit();
-    if (!decoded.ok()) {
-      warn(LoaderWarningCode::kCorruptImage, sample.origin + ": " + decoded.problem);
-      return result;
-    }
-    image = std::move(decoded.bgr);
-  } else {
-    image = sample.decoded;
-  }
-  if (image.empty() || image.type() != CV_8UC3) {
-    warn(LoaderWarningCode::kCorruptImage, sample.origin + ": cannot be decoded as an image");
-    return result;
-  }
-  if (sample.height != 0 && (image.rows != static_cast<int>(sample.height) ||
-                             image.cols != static_cast<int>(sample.width))) {
-    warn(LoaderWarningCode::kSizeMismatch,
-         sample.origin + ": the image is " + std::to_string(image.cols) + "x" +
-             std::to_string(image.rows) + ", the annotations say " + std::to_string(sample.width) +
-             "x" + std::to_string(sample.height));
-    return result;
-  }
+  SourceSample& sample = read.sample;
+  cv::Mat& image = read.image;
 
   // With repeats an image comes several times an epoch: each visit flips on its own.
   const uint32_t flip_key = options.repeat_factors.empty() ? index : static_cast<uint32_t>(position);

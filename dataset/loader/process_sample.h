@@ -8,6 +8,9 @@
 
 #include <cstdint>
 #include <exception>
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "dataset/loader/loader.h"
@@ -25,6 +28,17 @@ struct SampleResult {
   std::vector<LoaderWarning> warnings;
   std::exception_ptr fatal;  // an unexpected failure: ends the stream with this error
 };
+
+// Sample `index` read and decoded (BGR, 8 bits) and checked against the json's size; or the
+// problem that skips it (missing, unreadable, corrupt, a size that does not match), the
+// warning's code and message naming the file. Only unexpected failures (out of memory) escape.
+struct SampleImage {
+  int64_t image_id = 0;
+  SourceSample sample;
+  cv::Mat image;
+  std::optional<std::pair<LoaderWarningCode, std::string>> problem;
+};
+SampleImage readSampleImage(const SampleSource& source, size_t index);
 
 // Reads, decodes and transforms sample `index` of `source`, met at (epoch, position) of the
 // stream: the epoch decides its flip (flipDecision), both go into its warnings. Bad data

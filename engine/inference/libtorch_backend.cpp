@@ -20,7 +20,7 @@ namespace {
 class LibTorchBackend final : public InferenceBackend {
  public:
   LibTorchBackend(model::MaskRCNN model, InputOptions input, c10::Device device,
-                  Precision precision, int streams)
+                  Precision precision, int streams, bool prepare)
       : model_(std::move(model)),
         input_(input),
         device_(device),
@@ -30,6 +30,7 @@ class LibTorchBackend final : public InferenceBackend {
       throw std::invalid_argument("throughput mode (--streams) runs LibTorch on the CPU, not " +
                                   device_.str());
     }
+    if (!prepare) return;
     model_->to(device_);
     model_->prepareForInference();
   }
@@ -145,7 +146,15 @@ std::unique_ptr<InferenceBackend> makeLibTorchBackend(model::MaskRCNN model, Inp
                                                       c10::Device device, Precision precision,
                                                       int streams) {
   return std::make_unique<LibTorchBackend>(std::move(model), input, device, std::move(precision),
-                                           streams);
+                                           streams, /*prepare=*/true);
+}
+
+std::unique_ptr<InferenceBackend> makeLibTorchBackendOverTraining(model::MaskRCNN model,
+                                                                  InputOptions input,
+                                                                  c10::Device device,
+                                                                  Precision precision) {
+  return std::make_unique<LibTorchBackend>(std::move(model), input, device, std::move(precision),
+                                           1, /*prepare=*/false);
 }
 
 }  // namespace mrcnn::engine

@@ -14,10 +14,18 @@
 
 namespace mrcnn::engine {
 
-// `model` has its weights; it is moved to `device` and prepared for inference. streams > 1
-// only on the CPU.
+// `model` has its weights; it is moved to `device` and prepared for inference (its frozen
+// batch norms folded). streams > 1 only on the CPU.
 std::unique_ptr<InferenceBackend> makeLibTorchBackend(model::MaskRCNN model, InputOptions input,
                                                       c10::Device device, Precision precision,
                                                       int streams = 1);
+
+// The same over a model that goes on training (the validator's, engine/validation/
+// validator.h): used as it is, on its device, nothing folded; the caller puts it in
+// evaluation mode.
+std::unique_ptr<InferenceBackend> makeLibTorchBackendOverTraining(model::MaskRCNN model,
+                                                                  InputOptions input,
+                                                                  c10::Device device,
+                                                                  Precision precision);
 
 }  // namespace mrcnn::engine

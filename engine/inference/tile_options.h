@@ -15,6 +15,9 @@ struct TileOptions {
   bool full_image = false;  // also the whole image, as the backend resizes it
   TileMerge merge = TileMerge::kNmm;
   double match_threshold = 0.5;
+  // Whether --tile was on the command line (--tile 0: whole images, whatever the spec says);
+  // without it, the spec's data_config tile fields decide (tileOptionsFromSpec).
+  bool given = false;
 };
 
 // Throws std::invalid_argument naming the flag (--tile, --tile-overlap) when out of range.

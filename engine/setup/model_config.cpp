@@ -76,6 +76,16 @@ InputOptions inputOptionsFromSpec(const spec::Experiment& s, const spec::Resolve
   return input;
 }
 
+TileOptions tileOptionsFromSpec(const spec::Experiment& s) {
+  const auto& d = s.data_config();
+  TileOptions tile;
+  tile.size = static_cast<int>(d.tile_size());
+  tile.overlap = d.tile_overlap();
+  tile.full_image = d.tile_full();
+  tile.merge = d.tile_merge() == "nms" ? TileMerge::kNms : TileMerge::kNmm;
+  return tile;
+}
+
 exporter::OnnxExportOptions onnxExportOptions(const spec::Experiment& s,
                                               const spec::Resolved& resolved,
                                               const std::vector<Category>& categories) {

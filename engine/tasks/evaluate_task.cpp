@@ -240,7 +240,9 @@ int runEvaluate(const TaskOptions& options, const EvaluateOptions& evaluate, std
                                   (task.run_dir / "eval").string() + ": " + ec.message(),
                               kExitBadData);
     }
-    return evaluateCheckpoint(options, evaluate, task.spec(), task.run_dir, task.report);
+    EvaluateOptions chosen = evaluate;
+    chosen.tile = chooseTiles(evaluate.tile, task.spec().spec);
+    return evaluateCheckpoint(options, chosen, task.spec(), task.run_dir, task.report);
   });
 }
 

@@ -465,7 +465,9 @@ int runInference(const TaskOptions& options, const InferenceOptions& inference, 
           });
   return runTask(entry, options, out, err, [&](TaskContext& task) {
     const fs::path out_dir = inference.out.empty() ? task.run_dir / "inference" : inference.out;
-    return infer(options, inference, task.spec(), task.run_dir, task.has_run_dir, out_dir,
+    InferenceOptions chosen = inference;
+    chosen.tile = chooseTiles(inference.tile, task.spec().spec);
+    return infer(options, chosen, task.spec(), task.run_dir, task.has_run_dir, out_dir,
                  task.report, out);
   });
 }

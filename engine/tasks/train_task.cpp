@@ -391,6 +391,16 @@ std::unique_ptr<Validator> buildValidator(const TrainRun& run) {
   // (eval/overlays/, and TensorBoard's images).
   if (s.visualize_images_summary()) validator->setOverlayImages(kOverlayImagesPerEvaluation);
   validator->setPrecision(run.device.precision);
+  // data_config.tile_size: large validation images evaluated in tiles, as `--task evaluate`
+  // runs them with the spec's tile fields.
+  if (const TileOptions tiles = tileOptionsFromSpec(s); tiles.size > 0) {
+    validator->setTiles(tiles, inputOptionsFromSpec(s, run.loaded.resolved));
+    run.log("evaluation in tiles of " + std::to_string(tiles.size) + " px (data_config.tile_size), "
+            "overlap " + std::to_string(tiles.overlap).substr(0, 4) + ", " +
+            (tiles.merge == TileMerge::kNmm ? "nmm" : "nms") + " merge" +
+            (tiles.full_image ? ", with the whole image" : "") +
+            ": no validation losses or overlays");
+  }
   return validator;
 }
 

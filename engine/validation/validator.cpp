@@ -12,8 +12,11 @@
 #include <stdexcept>
 #include <string>
 
+#include "dataset/loader/process_sample.h"
 #include "engine/dist/process_group.h"
 #include "engine/inference/coco_results.h"
+#include "engine/inference/libtorch_backend.h"
+#include "engine/inference/tiled_backend.h"
 #include "engine/model/postprocess.h"
 #include "engine/setup/data_setup.h"
 #include "engine/runtime/autocast_scope.h"
@@ -94,6 +97,25 @@ uint64_t unpack(const std::string& in, std::vector<ImageDetections>& images) {
     images.push_back(std::move(im));
   }
   return image_count;
+}
+
+// One image's detections (in its own pixels) as the evaluation's, with its place in the
+// source.
+ImageDetections evalDetections(const model::ImageDetections& found, int64_t image_id,
+                               uint32_t source_index, const std::vector<int64_t>& category_ids) {
+  ImageDetections im;
+  im.source_index = source_index;
+  for (CocoInstance& in : cocoInstances(found, category_ids)) {
+    eval::Detection d;
+    d.image_id = image_id;
+    d.category_id = in.category_id;
+    d.bbox = {in.bbox[0], in.bbox[1], in.bbox[2], in.bbox[3]};
+    d.area = in.bbox[2] * in.bbox[3];
+    d.score = in.score;
+    if (in.mask) d.mask = std::move(*in.mask);
+    im.detections.push_back(std::move(d));
+  }
+  return im;
 }
 
 }  // namespace
@@ -256,14 +278,17 @@ model::MaskRCNNTargets lossTargets(const dataset::Batch& batch, const std::vecto
 
 }  // namespace
 
-ValidationResult Validator::run(model::MaskRCNNImpl& model, const c10::Device& device,
-                                dist::ProcessGroup* group) const {
-  const auto started = std::chrono::steady_clock::now();
-  const bool was_training = model.is_training();
-  model.eval();
-  torch::NoGradGuard no_grad;
-  ValidationResult result;
+// What one run() collects: each image's detections and the losses' sums.
+struct Validator::Collected {
   std::vector<ImageDetections> per_image;
+  LossSums sums;
+};
+
+// The loader's batches (the images resized as the spec says), each padded size through the
+// model at once, the losses beside the detections when asked for.
+void Validator::detectBatches(model::MaskRCNNImpl& model, const c10::Device& device,
+                              dist::ProcessGroup* group, ValidationResult& result,
+                              Collected& collected) const {
   dataset::LoaderOptions options = options_;
   options.load_masks = compute_losses_ && with_masks_;
   if (group != nullptr) {
@@ -271,7 +296,6 @@ ValidationResult Validator::run(model::MaskRCNNImpl& model, const c10::Device& d
     options.shard_index = static_cast<uint32_t>(group->rank());
   }
   const bool masks = with_masks_ && model.options().roi_heads.with_masks;
-  LossSums sums;
   dataset::Loader loader(source_, options);
   while (auto batch = loader.next()) {
     for (auto& w : batch->warnings)
@@ -290,7 +314,7 @@ ValidationResult Validator::run(model::MaskRCNNImpl& model, const c10::Device& d
                           t = t.to(device);
                       model::MaskRCNNValidation v =
                           model.validate(images.to(device), sizes, targets);
-                      sums.add(v.losses, members.size());
+                      collected.sums.add(v.losses, members.size());
                       return std::move(v.detections);
                     });
     }
@@ -302,23 +326,60 @@ ValidationResult Validator::run(model::MaskRCNNImpl& model, const c10::Device& d
       }
       model::Detections cpu{dets[i].boxes.cpu(), dets[i].scores.cpu(), dets[i].labels.cpu(),
                             dets[i].masks.defined() ? dets[i].masks.cpu() : at::Tensor()};
-      const model::ImageDetections original = model::toOriginalImage(
-          cpu, {meta.height, meta.width}, {meta.original_height, meta.original_width});
-      ImageDetections& im = per_image.emplace_back();
-      im.source_index = meta.source_index;
-      for (CocoInstance& in : cocoInstances(original, category_ids_)) {
-        eval::Detection d;
-        d.image_id = meta.image_id;
-        d.category_id = in.category_id;
-        d.bbox = {in.bbox[0], in.bbox[1], in.bbox[2], in.bbox[3]};
-        d.area = in.bbox[2] * in.bbox[3];
-        d.score = in.score;
-        if (in.mask) d.mask = std::move(*in.mask);
-        im.detections.push_back(std::move(d));
-      }
+      collected.per_image.push_back(
+          evalDetections(model::toOriginalImage(cpu, {meta.height, meta.width},
+                                                {meta.original_height, meta.original_width}),
+                         meta.image_id, meta.source_index, category_ids_));
       ++result.images;
     }
   }
+}
+
+// Each image of this rank's share (every size()-th of the first eval_samples, as the
+// evaluation loader shards them) decoded whole and run in tiles through the model as it is.
+void Validator::detectTiles(model::MaskRCNNImpl& model, const c10::Device& device,
+                            dist::ProcessGroup* group, ValidationResult& result,
+                            Collected& collected) const {
+  const auto shared = std::dynamic_pointer_cast<model::MaskRCNNImpl>(model.shared_from_this());
+  const std::unique_ptr<InferenceBackend> tiled = makeTiledBackend(
+      makeLibTorchBackendOverTraining(model::MaskRCNN(shared), tile_input_, device, precision_),
+      tiles_);
+  const size_t count = options_.eval_samples == 0
+                           ? source_->size()
+                           : std::min<size_t>(options_.eval_samples, source_->size());
+  const size_t stride = group != nullptr ? static_cast<size_t>(group->size()) : 1;
+  for (size_t i = group != nullptr ? static_cast<size_t>(group->rank()) : 0; i < count;
+       i += stride) {
+    dataset::SampleImage read = dataset::readSampleImage(*source_, i);
+    if (read.problem) {
+      result.warnings.push_back({.code = read.problem->first,
+                                 .image_id = read.image_id,
+                                 .annotation_id = std::nullopt,
+                                 .message = std::move(read.problem->second)});
+      continue;
+    }
+    collected.per_image.push_back(evalDetections(tiled->detect({read.image}).front(),
+                                                 read.image_id, static_cast<uint32_t>(i),
+                                                 category_ids_));
+    ++result.images;
+  }
+}
+
+ValidationResult Validator::run(model::MaskRCNNImpl& model, const c10::Device& device,
+                                dist::ProcessGroup* group) const {
+  const auto started = std::chrono::steady_clock::now();
+  const bool was_training = model.is_training();
+  model.eval();
+  torch::NoGradGuard no_grad;
+  ValidationResult result;
+  Collected collected;
+  if (tiled()) {
+    detectTiles(model, device, group, result, collected);
+  } else {
+    detectBatches(model, device, group, result, collected);
+  }
+  std::vector<ImageDetections>& per_image = collected.per_image;
+  LossSums& sums = collected.sums;
   if (was_training) model.train();
   if (compute_losses_ && group != nullptr && group->size() > 1) {
     at::Tensor all = at::tensor(std::vector<double>(sums.v.begin(), sums.v.end()), at::kDouble)

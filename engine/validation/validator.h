@@ -15,6 +15,8 @@
 #include "dataset/coco/coco.h"
 #include "dataset/loader/loader.h"
 #include "eval/evaluator.h"
+#include "engine/inference/image_input.h"
+#include "engine/inference/tile_options.h"
 #include "engine/model/mask_rcnn.h"
 #include "engine/runtime/precision.h"
 #include "engine/model/loss_values.h"
@@ -78,6 +80,16 @@ class Validator {
   // The precision the model runs in (the spec's use_amp / amp_dtype); fp32 by default.
   void setPrecision(Precision precision) { precision_ = std::move(precision); }
 
+  // Large images (the spec's data_config tile_size > 0): run() cuts each validation image
+  // into tiles that go through the model as `--task evaluate --tile` runs them (engine/
+  // inference/tiled_backend.h, at `input`'s resize), the detections merged in the image's
+  // pixels. No losses and no overlays then (they are of the loader's resized images).
+  void setTiles(TileOptions tiles, InputOptions input) {
+    tiles_ = tiles;
+    tile_input_ = input;
+  }
+  bool tiled() const { return tiles_.size > 0; }
+
   const dataset::CocoDataset& groundTruth() const { return *ground_truth_; }
   // Where the ground truth and images live: copied into each report (the metrics file's
   // "dataset", which the GUI's analysis view opens images from).
@@ -90,6 +102,14 @@ class Validator {
   const std::vector<int64_t>& categoryIds() const { return category_ids_; }
 
  private:
+  struct Collected;
+  void detectBatches(model::MaskRCNNImpl& model, const c10::Device& device,
+                     dist::ProcessGroup* group, ValidationResult& result,
+                     Collected& collected) const;
+  void detectTiles(model::MaskRCNNImpl& model, const c10::Device& device,
+                   dist::ProcessGroup* group, ValidationResult& result,
+                   Collected& collected) const;
+
   std::shared_ptr<const dataset::CocoDataset> ground_truth_;
   std::shared_ptr<const dataset::SampleSource> source_;
   dataset::LoaderOptions options_;
@@ -101,6 +121,8 @@ class Validator {
   bool compute_losses_ = true;
   size_t overlay_images_ = 0;
   std::map<int64_t, std::string> category_names_;
+  TileOptions tiles_;
+  InputOptions tile_input_;
 };
 
 }  // namespace mrcnn::engine

@@ -1,7 +1,8 @@
 // Tiled inference through the real executable (--tile, --tile-overlap, --tile-merge): the
 // seeded R50-FPN of tests/engine/export_parity.py on a mosaic of two real photos, through
 // LibTorch and OpenVINO; a tile larger than the image changes nothing; tiled evaluation on
-// tinycoco's photos; bad flags refused by name. The grid and the merge on their own:
+// tinycoco's photos; the spec's tile fields in training's evaluation and evaluate's; bad flags
+// refused by name. The grid and the merge on their own:
 // tests/engine/test_tiling.cpp.
 #include <QDir>
 #include <QFile>
@@ -12,6 +13,8 @@
 #include <QPainter>
 #include <QTemporaryDir>
 #include <QtTest/QtTest>
+
+#include <cmath>
 
 #include "tests/common/export_inputs.h"
 #include "tests/common/process_run.h"
@@ -155,6 +158,55 @@ class TiledInferenceTest : public QObject {
     QVERIFY(QFile::exists(run + "/eval/model.tiled.json"));
   }
 
+  // data_config's tile fields: training's evaluation runs the validation images in tiles,
+  // through the model as it trains, and `--task evaluate` with the run's spec.txt reads the same
+  // fields (the same AP, to the batch norms folded there); --tile 0 evaluates whole images.
+  // The suite's shapes run (150 steps) goes on two steps with tiles of 128 on its 192-320 px
+  // images.
+  void theSpecsTilesServeTrainingAndEvaluation() {
+    const QString copied = mrcnn::testing::shapesRun150(dir_.path());
+    QVERIFY2(copied.isEmpty(), qPrintable(copied));
+    const QString run = path("shapes_run");
+    const QStringList common{"--spec", sourceDir() + "/specs/shapes_resnet18.txt", "--run-dir",
+                             run, "--set", "data_config.eval_samples=6", "--set", "use_amp=False"};
+    const QStringList tiles{"--set", "data_config.tile_size=128", "--set",
+                            "data_config.tile_overlap=0.25"};
+    const Run trained = engine(common + tiles +
+                               QStringList{"--set", "total_steps=152", "--set",
+                                           "num_steps_per_eval=2", "--set", "save_checkpoints_steps=2"});
+    QVERIFY2(trained.code == 0, qPrintable(explain(trained)));
+    QVERIFY2(trained.out.contains("evaluation in tiles of 128 px (data_config.tile_size), overlap 0.25"),
+             qPrintable(trained.out));
+    const auto evalEvent = [](const Run& r) {
+      for (const QString& line : r.out.split('\n')) {
+        const QJsonObject event = QJsonDocument::fromJson(line.toUtf8()).object();
+        if (event["type"].toString() == "eval") return event;
+      }
+      return QJsonObject();
+    };
+    const auto ap = [](const QJsonObject& event, const char* kind) {
+      return event[kind].toObject()["stats"].toArray()[0].toDouble(-1);
+    };
+    const QJsonObject during = evalEvent(trained);
+    QVERIFY2(!during.isEmpty() && during["images"].toVariant().toInt() == 6, qPrintable(trained.out));
+    // The run's spec.txt holds what it ran with, the tile fields too.
+    const QStringList as_run{"--spec", run + "/spec.txt", "--run-dir", run};
+    const Run evaluated = engine(as_run + QStringList{"--task", "evaluate"});
+    QVERIFY2(evaluated.code == 0, qPrintable(explain(evaluated)));
+    QVERIFY2(evaluated.out.contains("tiled: 128 px, overlap 0.25"), qPrintable(evaluated.out));
+    const QJsonObject after = evalEvent(evaluated);
+    QVERIFY(QFile::exists(run + "/eval/model.step-152.tiled.json"));
+    qInfo("bbox AP in tiles: training %.4f, evaluate %.4f; segm %.4f, %.4f", ap(during, "bbox"),
+          ap(after, "bbox"), ap(during, "segm"), ap(after, "segm"));
+    QVERIFY(ap(during, "bbox") > 0.01);  // the 150-step model finds shapes in the tiles too
+    QVERIFY(std::abs(ap(during, "bbox") - ap(after, "bbox")) < 2e-3);
+    QVERIFY(std::abs(ap(during, "segm") - ap(after, "segm")) < 2e-3);
+    const Run whole = engine(as_run + QStringList{"--task", "evaluate", "--tile", "0"});
+    QVERIFY2(whole.code == 0, qPrintable(explain(whole)));
+    QVERIFY2(!whole.out.contains("tiled:"), qPrintable(whole.out));
+    QVERIFY(QFile::exists(run + "/eval/model.step-152.json"));
+  }
+
   void badTileFlagsAreRefused() {
     const auto refused = [&](const QStringList& extra, const QString& named) {
       const Run r = engine(QStringList{"--spec", spec_, "--task", "inference"} + extra);
@@ -166,6 +218,7 @@ class TiledInferenceTest : public QObject {
     QVERIFY(refused({"--tile", "big"}, "--tile big"));
     QVERIFY(refused({"--tile", "16"}, "--tile 16"));
     QVERIFY(refused({"--tile", "512", "--tile-merge", "union"}, "--tile-merge union"));
+    QVERIFY(refused({"--tile", "0", "--tile-overlap", "0.3"}, "--tile-overlap with --tile 0"));
     const Run exported = engine({"--spec", spec_, "--task", "export", "--tile", "512"});
     QCOMPARE(exported.code, 2);
     QVERIFY2(exported.err.contains("--tile tiles the images of inference and evaluate"),

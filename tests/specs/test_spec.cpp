@@ -385,6 +385,18 @@ void SpecTest::errorClasses_data() {
   QTest::newRow("choice") << base + "amp_dtype: \"fp8\"\n"
                           << 5 << 1 << "amp_dtype"
                           << "one of fp16, bf16";
+  const auto withData = [](const char* line) {
+    return QString("total_steps: 2000\ndata_config {\n  training_file_pattern: \"/data/train*\"\n") +
+           line + "\n}\n";
+  };
+  QTest::newRow("tile size") << withData("  tile_size: 16") << 4 << 3 << "data_config.tile_size"
+                             << "at least 32 (0: whole images), got 16";
+  QTest::newRow("tile overlap") << withData("  tile_overlap: 1.0") << 4 << 3
+                                << "data_config.tile_overlap"
+                                << "in [0, 1), got 1";
+  QTest::newRow("tile merge") << withData("  tile_merge: \"union\"") << 4 << 3
+                              << "data_config.tile_merge"
+                              << "one of nmm, nms";
 }
 
 void SpecTest::errorClasses() {
