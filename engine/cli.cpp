@@ -84,17 +84,20 @@ std::optional<TileOptions> tileOptions(const std::map<std::string, std::string>&
                                        std::ostream& err) {
   const auto has = [&](const char* key) { return values.count(key) > 0; };
   const auto get = [&](const char* key) { return has(key) ? values.at(key) : std::string(); };
-  TileOptions tile;
-  if (!has("--tile")) {
+  // Without tiles (no --tile, or --tile 0), a tile option is a mistake worth naming.
+  const auto untiled = [&](const char* why) -> std::optional<TileOptions> {
     for (const char* key : {"--tile-overlap", "--tile-full", "--tile-merge",
                             "--tile-match-threshold"}) {
       if (has(key)) {
-        err << "mrcnn-engine: " << key << " needs --tile SIZE\n";
+        err << "mrcnn-engine: " << key << why << "\n";
         return std::nullopt;
       }
     }
-    return tile;
-  }
+    TileOptions whole;
+    whole.given = has("--tile");
+    return whole;
+  };
+  if (!has("--tile")) return untiled(" needs --tile SIZE");
   const auto number = [&](const char* key, double& v) {
     if (!has(key)) return true;
     try {
@@ -112,18 +115,11 @@ std::optional<TileOptions> tileOptions(const std::map<std::string, std::string>&
         << ": a tile's side in pixels (0: whole images, whatever the spec says)\n";
     return std::nullopt;
   }
+  // --tile 0: whole images, even where the spec tiles them.
+  if (*size == 0) return untiled(" with --tile 0: whole images have no tiles");
+  TileOptions tile;
   tile.size = static_cast<int>(*size);
   tile.given = true;
-  if (tile.size == 0) {  // whole images, even where the spec tiles them
-    for (const char* key : {"--tile-overlap", "--tile-full", "--tile-merge",
-                            "--tile-match-threshold"}) {
-      if (has(key)) {
-        err << "mrcnn-engine: " << key << " with --tile 0: whole images have no tiles\n";
-        return std::nullopt;
-      }
-    }
-    return tile;
-  }
   tile.full_image = has("--tile-full");
   if (!number("--tile-overlap", tile.overlap) ||
       !number("--tile-match-threshold", tile.match_threshold)) {

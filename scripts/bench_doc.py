@@ -49,17 +49,36 @@ def cpu_name():
     return "unknown CPU"
 
 
-def cpu_features():
-    """The vector and matrix extensions that decide LibTorch's CPU speed, as one phrase."""
-    flags = set()
+def cpu_flags():
+    """The first processor's flags in /proc/cpuinfo (empty where it cannot be read)."""
     with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("flags"):
-                flags = set(line.split(":", 1)[1].split())
-                break
+                return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def native_bf16():
+    """Whether the CPU computes bfloat16 itself (AVX-512 BF16 or AMX). Without, oneDNN emulates
+    it through float conversions and a bf16 row times the emulation: minutes an image."""
+    return bool(cpu_flags() & {"avx512_bf16", "amx_bf16"})
+
+
+def cpu_features():
+    """The vector and matrix extensions that decide LibTorch's CPU speed, as one phrase."""
+    flags = cpu_flags()
     named = [name for flag, name in (("avx512f", "AVX-512"), ("avx512_bf16", "AVX-512 BF16"),
                                      ("amx_tile", "AMX")) if flag in flags]
     return ", ".join(named) if named else ("AVX2 only" if "avx2" in flags else "no AVX2")
+
+
+def out_of_date(made, *inputs):
+    """Whether the file `made` is missing or older than any of `inputs` (the engine that made
+    it, the checkpoint it came from): a benchmark then makes it again rather than time a stale
+    one."""
+    if not os.path.exists(made):
+        return True
+    return any(os.path.getmtime(made) < os.path.getmtime(i) for i in inputs if os.path.exists(i))
 
 
 def memory_gib():

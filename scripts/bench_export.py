@@ -5,7 +5,7 @@ weights: torchvision eager fp32 and bf16 autocast, ONNX Runtime on our model.onn
 and bf16 autocast, OpenVINO f32 and bf16; bench_backends, C++).
 
     .venv/bin/python scripts/bench_export.py [--build build] [--images 4] [--warmup 1]
-        [--iters 3] [--threads 2] [--out DIR] [--write]
+        [--iters 3] [--threads 2] [--bf16 auto|yes|no] [--out DIR] [--write]
 
 Build first: ninja -C <build> mrcnn-engine bench_backends.
 
@@ -23,6 +23,8 @@ What is timed, per image, median over --iters rounds of every photo after --warm
     masks stay 28x28 (pasting is the consumer's).
   ours: the inference backend on the file: decoding (its median is printed apart), the
     model, masks pasted at the image's size.
+The bf16 rows (torchvision autocast, OpenVINO bf16, ours) run by default only where the CPU
+computes bf16 itself (AVX-512 BF16 or AMX); elsewhere oneDNN emulates it (minutes an image).
 Agreement: against torchvision fp32, the share of its detections matched by one of the same
 category with box IoU >= 0.9, and the largest score difference among those.
 
@@ -49,7 +51,8 @@ from PIL import Image
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "engine"))
 import mask_rcnn_parity  # noqa: E402
-from bench_doc import cpu_features, cpu_name, load_average, machine_line, write_last_result  # noqa: E402
+from bench_doc import (cpu_features, cpu_name, load_average, machine_line, native_bf16,  # noqa: E402
+                       write_last_result)
 from export_parity import iou  # noqa: E402
 
 SECTION = "## Export: CPU inference of the exported model vs the peers"
@@ -186,9 +189,15 @@ def main():
     parser.add_argument("--iters", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out")
+    parser.add_argument("--bf16", choices=("auto", "yes", "no"), default="auto",
+                        help="the bf16 rows: auto times them where the CPU computes bf16 itself "
+                             "(AVX-512 BF16, AMX); elsewhere oneDNN emulates it, minutes an image")
     parser.add_argument("--write", action="store_true",
                         help="rewrite the last result in docs/BENCHMARKS.md")
     opts = parser.parse_args()
+    bf16 = opts.bf16 == "yes" or (opts.bf16 == "auto" and native_bf16())
+    if not bf16:
+        print("no bf16 rows (--bf16 %s, CPU: %s)" % (opts.bf16, cpu_features()), flush=True)
     out = opts.out or os.path.join(opts.build, "bench-data", "export")
     os.makedirs(out, exist_ok=True)
     torch.set_num_threads(opts.threads)
@@ -204,13 +213,14 @@ def main():
 
     load_before = load_average()
     rows, outputs = [], {}
-    for name, make in [
+    peers = [
         ("torchvision eager fp32", lambda: (torchvision_runner(weights, False), "")),
         ("torchvision eager bf16 (autocast)", lambda: (torchvision_runner(weights, True), "")),
         ("ONNX Runtime on our ONNX (fp32)", lambda: onnxruntime_runner(onnx, opts.threads)),
         ("OpenVINO (Python API) f32 on our ONNX", lambda: openvino_runner(onnx, False)),
         ("OpenVINO (Python API) bf16 on our ONNX", lambda: openvino_runner(onnx, True)),
-    ]:
+    ]
+    for name, make in [(n, m) for n, m in peers if bf16 or "bf16" not in n]:
         run, version = make()
         ms, last = timed(run, paths, opts.warmup, opts.iters)
         outputs[name] = last
@@ -221,7 +231,9 @@ def main():
         [os.path.join(opts.build, "bin", "bench_backends"), "--spec",
          os.path.join(ROOT, "specs/coco_torchvision_r50.txt"), "--checkpoint", weights,
          "--onnx", onnx, "--images", images, "--warmup", str(opts.warmup), "--iters",
-         str(opts.iters), "--out", out], check=True, capture_output=True, text=True).stdout
+         str(opts.iters), "--out", out] +
+        ([] if bf16 else ["--only", "ours_libtorch_fp32,ours_openvino_f32"]),
+        check=True, capture_output=True, text=True).stdout
     decode_ms = None
     labels = {"ours_libtorch_fp32": "workbench LibTorch fp32",
               "ours_libtorch_bf16": "workbench LibTorch bf16 (autocast)",

@@ -46,7 +46,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from bench_doc import (cpu_features, find_program, load_average,  # noqa: E402
+from bench_doc import (find_program, load_average, native_bf16, out_of_date,  # noqa: E402
                        machine_line, replace_machine_subsection, venv_python)
 from bench_export import (agreement, openvino_runner, prepare, timed_together,  # noqa: E402
                          torchvision_runner)
@@ -97,10 +97,10 @@ def train_shapes(engine, out, steps):
 
 def export_int8(engine, spec, checkpoint, out_dir, cal_dir, cal, extra):
     made = os.path.join(out_dir, "model.int8.onnx")
-    # An export older than the engine is made again: the int8 choices may have changed.
-    if os.path.exists(made) and os.path.getmtime(made) < os.path.getmtime(engine):
-        shutil.rmtree(out_dir)
-    if not os.path.exists(made):
+    # An export older than the engine or the checkpoint is made again: the int8 choices may
+    # have changed.
+    if out_of_date(made, engine, checkpoint):
+        shutil.rmtree(out_dir, ignore_errors=True)
         run([engine, "--spec", spec, "--task", "export", "--checkpoint", checkpoint,
              "--output-dir", out_dir, "--data_type", "int8", "--cal_image_dir", cal_dir,
              "--batches", str(cal), "--set", "device=cpu"] + extra, stdout=subprocess.DEVNULL)
@@ -124,10 +124,6 @@ def evaluate(engine, spec, model, extra):
         if event.get("type") == "eval":
             return event["bbox"]["stats"][0], event["segm"]["stats"][0]
     raise SystemExit("no eval event from the engine for " + model)
-
-
-def has_bf16():
-    return "avx512_bf16" in cpu_features() or "amx_bf16" in cpu_features()
 
 
 def shapes_part(engine, args):
@@ -157,7 +153,7 @@ def shapes_part(engine, args):
     nncf = nncf_quantize(os.path.join(export, "model.onnx"),
                          os.path.join(args.out, "shapes_nncf", "model.xml"), cal)
     models = [("OpenVINO f32", os.path.join(export, "model.onnx"), ["--set", "use_amp=False"])]
-    if has_bf16():
+    if native_bf16():
         models.append(("OpenVINO bf16", os.path.join(export, "model.onnx"),
                        ["--set", "use_amp=True", "--set", "amp_dtype=bf16"]))
     models += [("ours int8", os.path.join(export, "model.int8.onnx"), ["--set", "use_amp=False"]),
@@ -195,7 +191,7 @@ def r50_part(engine, args):
                          os.path.join(work, "nncf", "model.xml"), paths[:args.cal])
     timed_paths = paths[:args.photos]
     models = [("OpenVINO f32", os.path.join(export, "model.onnx"), False)]
-    if has_bf16():
+    if native_bf16():
         models.append(("OpenVINO bf16", os.path.join(export, "model.onnx"), True))
     models += [("ours int8", os.path.join(export, "model.int8.onnx"), False),
                ("NNCF int8", nncf, False)]

@@ -5,7 +5,7 @@ the same run: per-image inference end to end and the training step, fp32 and bfl
 autocast.
 
     .venv/bin/python scripts/bench_mask_rcnn.py [--build build-bench] [--threads 2,1]
-        [--modes infer,train] [--precisions fp32,bf16] [--warmup 3] [--iters 10]
+        [--modes infer,train] [--precisions fp32[,bf16]] [--warmup 3] [--iters 10]
         [--image PHOTO] [--stages] [--channels-last] [--quiet-load 2.5] [--out DIR]
         [--write]
 
@@ -33,7 +33,9 @@ What each side times (median of --iters after --warmup iterations):
     steps on both sides, and NaN steps time differently). A non-finite loss is an error.
     torchvision's transform of image and targets is done once, not timed.
   bf16: under torch.autocast("cpu", torch.bfloat16) (ours: the same autocast in C++); the
-    backward and the step run outside it, as usual.
+    backward and the step run outside it, as usual. By default only on a CPU that computes
+    bf16 itself (AVX-512 BF16 or AMX): elsewhere oneDNN emulates it, and the rows would time
+    the emulation; --precisions fp32,bf16 asks for them anyway.
 
 The machine is shared: with --quiet-load L each measurement waits (up to 10 minutes) until
 the 1-minute load average is below L; the load before and after each measurement is
@@ -57,7 +59,7 @@ from pathlib import Path
 
 import torch
 import torchvision
-from bench_doc import load_average, machine_line, wait_quiet, write_last_result
+from bench_doc import load_average, machine_line, native_bf16, wait_quiet, write_last_result
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("MRCNN_SHARED_DIR", ROOT.parent / "shared"))
@@ -170,7 +172,8 @@ def main():
     parser.add_argument("--build", default=str(ROOT / "build-bench"))
     parser.add_argument("--threads", default="2,1")
     parser.add_argument("--modes", default="infer,train")
-    parser.add_argument("--precisions", default="fp32,bf16")
+    parser.add_argument("--precisions", default=None,
+                        help="default: fp32,bf16 where the CPU has native bf16, else fp32")
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--iters", type=int, default=10)
     parser.add_argument("--image", default=None)
@@ -183,6 +186,11 @@ def main():
     parser.add_argument("--write", action="store_true",
                         help="rewrite the last result in docs/BENCHMARKS.md")
     args = parser.parse_args()
+    if args.precisions is None:
+        args.precisions = "fp32,bf16" if native_bf16() else "fp32"
+        if not native_bf16():
+            print("no bf16 rows: this CPU has neither AVX-512 BF16 nor AMX (emulated bf16 "
+                  "would be timed); --precisions fp32,bf16 to time it anyway", file=sys.stderr)
 
     build = Path(args.build)
     exe = build / "bin/bench_mask_rcnn"
@@ -255,7 +263,10 @@ def main():
                   ("; ours fed a channels-last batch" if args.channels_last else "") +
                   (f"; each measurement waited for the 1-minute load to fall under {args.quiet_load}"
                    if args.quiet_load else "") +
-                  "; training at learning rate 0:")
+                  "; training at learning rate 0" +
+                  ("" if "bf16" in args.precisions else
+                   "; no bf16 rows (this CPU has neither AVX-512 BF16 nor AMX: bf16 is emulated)")
+                  + ":")
         write_last_result(SECTION, header + "\n\n" + doc_tables(results))
         print(f"docs/BENCHMARKS.md: {SECTION[3:]} / Last result rewritten")
 

@@ -57,7 +57,7 @@ from PIL import Image, ImageDraw
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from bench_doc import (find_program, load_average, machine_line,  # noqa: E402
+from bench_doc import (find_program, load_average, machine_line, out_of_date,  # noqa: E402
                        replace_machine_subsection, venv_python)
 
 SPEC = os.path.join(ROOT, "scripts", "bench_specs", "tiles_resnet18.txt")
@@ -252,7 +252,10 @@ class Timing:
 def export(engine, checkpoint, data, work, cal):
     """model.onnx and model.int8.onnx (calibrated on `cal` validation crops) of the checkpoint."""
     out = os.path.join(work, "export")
-    if not os.path.exists(os.path.join(out, "model.int8.onnx")):
+    # An export older than the engine or the checkpoint is made again (the int8 choices of a
+    # newer engine may differ): a stale one was timed before.
+    if out_of_date(os.path.join(out, "model.int8.onnx"), engine, checkpoint):
+        shutil.rmtree(out, ignore_errors=True)
         cmd = [engine, "--spec", SPEC, "--task", "export", "--checkpoint", checkpoint, "--output-dir", out,
                "--data_type", "int8", "--cal_image_dir", data["val"][0], "--batches", str(cal),
                "--set", "device=cpu"] + data_sets(data)

@@ -33,6 +33,41 @@ struct PairCheck {
   }
 };
 
+// Two int8 models on disk beside the export for the length of a check (OpenVINO reads files);
+// removed when the check ends, an exception included.
+class ScratchModels {
+ public:
+  ScratchModels(const fs::path& dir, const std::string& name, const exporter::Int8Model& a,
+                const exporter::Int8Model& b)
+      : a_(dir / ("." + name + "_a.onnx")), b_(dir / ("." + name + "_b.onnx")) {
+    io::writeFileAtomic(a_, a.bytes);
+    io::writeFileAtomic(b_, b.bytes);
+  }
+  ~ScratchModels() {
+    std::error_code ec;
+    fs::remove(a_, ec);
+    fs::remove(b_, ec);
+  }
+  ScratchModels(const ScratchModels&) = delete;
+  ScratchModels& operator=(const ScratchModels&) = delete;
+  const fs::path& a() const { return a_; }
+  const fs::path& b() const { return b_; }
+
+ private:
+  fs::path a_, b_;
+};
+
+// The first `count` calibration images that decode (a check's images).
+std::vector<cv::Mat> firstImages(const Int8Request& r, size_t count) {
+  std::vector<cv::Mat> images;
+  for (const fs::path& file : r.images) {
+    if (images.size() >= count) break;
+    dataset::DecodedImage image = dataset::readImageFile(file);
+    if (image.ok()) images.push_back(image.bgr);
+  }
+  return images;
+}
+
 model::ImageDetections detectionsOf(std::map<std::string, at::Tensor> out) {
   model::ImageDetections d;
   d.boxes = out.at("boxes").clone();
@@ -45,32 +80,22 @@ model::ImageDetections detectionsOf(std::map<std::string, at::Tensor> out) {
 // pair layers float, one with them int8, under the int8 agreement's tolerance (masks aside).
 PairCheck checkPairs(const Int8Request& r, const exporter::Int8Model& pairs_float,
                      const exporter::Int8Model& pairs_int8) {
-  const fs::path float_file = r.dir / ".pairs_float.onnx", int8_file = r.dir / ".pairs_int8.onnx";
-  io::writeFileAtomic(float_file, pairs_float.bytes);
-  io::writeFileAtomic(int8_file, pairs_int8.bytes);
+  const ScratchModels files(r.dir, "pairs", pairs_float, pairs_int8);
+  const std::vector<std::string> outputs{"boxes", "labels", "scores"};
+  OpenVinoProbe fp32(r.dir / "model.onnx", outputs), without(files.a(), outputs),
+      with(files.b(), outputs);
   PairCheck check;
-  {
-    const std::vector<std::string> outputs{"boxes", "labels", "scores"};
-    OpenVinoProbe fp32(r.dir / "model.onnx", outputs), without(float_file, outputs),
-        with(int8_file, outputs);
-    for (const fs::path& file : r.images) {
-      if (static_cast<size_t>(check.images) >= kPairCheckImages) break;
-      const dataset::DecodedImage image = dataset::readImageFile(file);
-      if (!image.ok()) continue;
-      const model::ImageDetections reference = detectionsOf(fp32.run(image.bgr));
-      const exporter::ImageParity a =
-          exporter::compareDetections(detectionsOf(without.run(image.bgr)), reference, kInt8Tolerance);
-      const exporter::ImageParity b =
-          exporter::compareDetections(detectionsOf(with.run(image.bgr)), reference, kInt8Tolerance);
-      ++check.images;
-      check.reference += a.reference;
-      check.agreed_float += a.agreed;
-      check.agreed_int8 += b.agreed;
-    }
+  for (const cv::Mat& bgr : firstImages(r, kPairCheckImages)) {
+    const model::ImageDetections reference = detectionsOf(fp32.run(bgr));
+    const exporter::ImageParity a =
+        exporter::compareDetections(detectionsOf(without.run(bgr)), reference, kInt8Tolerance);
+    const exporter::ImageParity b =
+        exporter::compareDetections(detectionsOf(with.run(bgr)), reference, kInt8Tolerance);
+    ++check.images;
+    check.reference += a.reference;
+    check.agreed_float += a.agreed;
+    check.agreed_int8 += b.agreed;
   }
-  std::error_code ec;
-  fs::remove(float_file, ec);
-  fs::remove(int8_file, ec);
   return check;
 }
 
@@ -151,42 +176,30 @@ double millisecondsOf(OpenVinoProbe& probe, const cv::Mat& bgr) {
 
 exporter::LayerTiming timeBoth(const Int8Request& r, const exporter::Int8Model& int8,
                                const exporter::Int8Model& floated) {
-  const fs::path int8_file = r.dir / ".timing_int8.onnx", float_file = r.dir / ".timing_float.onnx";
-  io::writeFileAtomic(int8_file, int8.bytes);
-  io::writeFileAtomic(float_file, floated.bytes);
-  exporter::LayerTiming timing;
-  {
-    std::vector<cv::Mat> images;
-    for (const fs::path& file : r.images) {
-      if (images.size() >= kTimingImages) break;
-      dataset::DecodedImage image = dataset::readImageFile(file);
-      if (image.ok()) images.push_back(image.bgr);
-    }
-    const std::vector<std::string> outputs{"scores"};
-    OpenVinoProbe a(int8_file, outputs), b(float_file, outputs);
-    constexpr double kNone = std::numeric_limits<double>::infinity();
-    std::vector<double> best_a(images.size(), kNone), best_b(images.size(), kNone);
-    if (!images.empty()) {  // warm-up: the first run of a compiled model allocates
-      a.run(images.front());
-      b.run(images.front());
-    }
-    for (int round = 0; round < kTimingRounds; ++round) {
-      for (size_t i = 0; i < images.size(); ++i) {
-        const bool a_first = (round + static_cast<int>(i)) % 2 == 0;
-        if (a_first) best_a[i] = std::min(best_a[i], millisecondsOf(a, images[i]));
-        best_b[i] = std::min(best_b[i], millisecondsOf(b, images[i]));
-        if (!a_first) best_a[i] = std::min(best_a[i], millisecondsOf(a, images[i]));
-      }
-    }
-    timing.images = static_cast<int64_t>(images.size());
+  const ScratchModels files(r.dir, "timing", int8, floated);
+  const std::vector<cv::Mat> images = firstImages(r, kTimingImages);
+  const std::vector<std::string> outputs{"scores"};
+  OpenVinoProbe a(files.a(), outputs), b(files.b(), outputs);
+  constexpr double kNone = std::numeric_limits<double>::infinity();
+  std::vector<double> best_a(images.size(), kNone), best_b(images.size(), kNone);
+  if (!images.empty()) {  // warm-up: the first run of a compiled model allocates
+    a.run(images.front());
+    b.run(images.front());
+  }
+  for (int round = 0; round < kTimingRounds; ++round) {
     for (size_t i = 0; i < images.size(); ++i) {
-      timing.int8_ms += best_a[i] / static_cast<double>(images.size());
-      timing.float_ms += best_b[i] / static_cast<double>(images.size());
+      const bool a_first = (round + static_cast<int>(i)) % 2 == 0;
+      if (a_first) best_a[i] = std::min(best_a[i], millisecondsOf(a, images[i]));
+      best_b[i] = std::min(best_b[i], millisecondsOf(b, images[i]));
+      if (!a_first) best_a[i] = std::min(best_a[i], millisecondsOf(a, images[i]));
     }
   }
-  std::error_code ec;
-  fs::remove(int8_file, ec);
-  fs::remove(float_file, ec);
+  exporter::LayerTiming timing;
+  timing.images = static_cast<int64_t>(images.size());
+  for (size_t i = 0; i < images.size(); ++i) {
+    timing.int8_ms += best_a[i] / static_cast<double>(images.size());
+    timing.float_ms += best_b[i] / static_cast<double>(images.size());
+  }
   return timing;
 }
 

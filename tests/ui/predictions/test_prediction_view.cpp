@@ -288,6 +288,7 @@ class PredictionViewTest : public QObject {
     script.setPermissions(script.permissions() | QFileDevice::ExeOwner);
     qputenv("MRCNN_ENGINE", engine.toUtf8());
     PredictionView view;
+    view.setOutputRoot(dir_.filePath("inference"));  // not the user's data folder
     view.setCheckpoint("ck.pt");
     QCOMPARE(view.backend(), QString("libtorch"));
     view.setBackend("openvino");
