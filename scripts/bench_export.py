@@ -263,7 +263,9 @@ def main():
               f"{importlib.metadata.version('onnxruntime')}, OpenVINO {openvino}; {len(paths)} "
               f"photo{'s' if len(paths) != 1 else ''} 640x480 as PNG (800x1088 padded), {opts.threads} "
               f"threads, median over {opts.iters} round{'s' if opts.iters != 1 else ''} after "
-              f"{opts.warmup} warm-up; decoding a PNG {decode_ms:.1f} ms:")
+              f"{opts.warmup} warm-up; decoding a PNG {decode_ms:.1f} ms" +
+              ("" if bf16 else "; no bf16 rows (this CPU has neither AVX-512 BF16 nor AMX: "
+               "bf16 is emulated)") + ":")
     print("\n" + header + "\n")
     print("\n".join(table))
     json.dump({"cpu": f"{cpu_name()}, {os.cpu_count()} cores ({cpu_features()})",
