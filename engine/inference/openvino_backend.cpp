@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <deque>
+#include <filesystem>
 #include <map>
 #include <opencv2/core.hpp>
 #include <openvino/openvino.hpp>
 #include <stdexcept>
+#include <system_error>
 
 #include "engine/inference/openvino_input.h"
 #include "engine/ops/paste_masks.h"
@@ -48,6 +50,12 @@ class OpenVinoBackend final : public InferenceBackend {
   explicit OpenVinoBackend(const OpenVinoOptions& o) {
     for (size_t label = 1; label < o.category_ids.size(); ++label)
       label_of_[o.category_ids[label]] = static_cast<int64_t>(label);
+    // Said plainly: OpenVINO's own message for a missing file is a page of its source paths.
+    std::error_code ec;
+    if (!std::filesystem::exists(o.onnx, ec))
+      throw std::runtime_error(o.onnx.string() + ": no such file (an ONNX model is needed)");
+    if (!std::filesystem::is_regular_file(o.onnx, ec))
+      throw std::runtime_error(o.onnx.string() + ": not a file (an ONNX model is needed)");
     try {
       const std::shared_ptr<ov::Model> model = core_.read_model(o.onnx.string());
       for (const auto& output : model->outputs())

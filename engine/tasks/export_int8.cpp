@@ -10,7 +10,7 @@
 #include "engine/export/calibration.h"
 #include "engine/inference/openvino_probe.h"
 #include "engine/tasks/int8_layer_checks.h"
-#include "io/atomic_file.h"
+#include "io/scratch_file.h"
 
 namespace mrcnn::engine {
 namespace {
@@ -44,12 +44,12 @@ exporter::CalibrationCache calibrate(const Int8Request& r, const std::string& fi
   // Every value either model of the pair check (below) quantises.
   const std::vector<std::string> values =
       exporter::calibrationValues(r.fp32_bytes, withPairs(r.policy));
-  const fs::path probe_file = r.dir / ".calibration_probe.onnx";
-  io::writeFileAtomic(probe_file, exporter::withProbeOutputs(r.fp32_bytes, values));
   exporter::RangeCollector collector(r.percentile);
   int64_t used = 0;
   {
-    OpenVinoProbe probe(probe_file, values);
+    const io::ScratchFile probe_file(r.dir / ".calibration_probe.onnx",
+                                     exporter::withProbeOutputs(r.fp32_bytes, values));
+    OpenVinoProbe probe(probe_file.path(), values);
     for (const fs::path& file : r.images) {
       if (used >= r.image_limit) break;
       const dataset::DecodedImage image = dataset::readImageFile(file);
@@ -62,8 +62,6 @@ exporter::CalibrationCache calibrate(const Int8Request& r, const std::string& fi
       ++used;
     }
   }
-  std::error_code ec;
-  fs::remove(probe_file, ec);
   if (used == 0) {
     throw Int8Refused("no_calibration_images", "int8 calibration: none of the " +
                                                    std::to_string(r.images.size()) +

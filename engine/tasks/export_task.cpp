@@ -19,6 +19,7 @@
 #include "engine/export/torchvision_compat.h"
 #include "engine/setup/categories.h"
 #include "engine/runtime/device.h"
+#include "engine/runtime/precision.h"
 #include "engine/setup/model_config.h"
 #include "engine/setup/weights.h"
 #include "engine/validation/export_report.h"
@@ -296,11 +297,18 @@ int exportModel(const TaskOptions& options, const ExportOptions& ex, const spec:
                  " of weights; passes the ONNX checker and shape inference");
     }
     const exporter::ParityTolerance tolerance;
+    // The spec's bf16 gets its own rows where this CPU runs it as inference would: a CPU that
+    // only emulates bf16 runs fp32 (precisionFromSpec), and timing the emulation took minutes.
+    std::string no_precision;
+    const std::optional<Precision> precision = precisionFromSpec(s, c10::Device(c10::kCPU), &no_precision);
+    const bool bf16 = precision && precision->autocast && precision->dtype == at::kBFloat16;
+    if (precision && !precision->fallback.empty()) {
+      report.log("parity: no bf16 rows; " + precision->fallback);
+    }
     ExportParity parity;
     try {
       parity = measureExportParity(parityInputs(ex, loaded, *data, categories, report), make_model,
-                                   input, dir / "model.onnx",
-                                   s.use_amp() && s.amp_dtype() == "bf16", tolerance, report,
+                                   input, dir / "model.onnx", bf16, tolerance, report,
                                    int8 ? dir / "model.int8.onnx" : fs::path());
     } catch (const io::DiskFullError&) {
       throw;

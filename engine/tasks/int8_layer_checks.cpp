@@ -6,14 +6,13 @@
 #include <filesystem>
 #include <limits>
 #include <map>
-#include <system_error>
 #include <vector>
 
 #include "dataset/image/decode_image.h"
 #include "engine/export/detection_parity.h"
 #include "engine/inference/openvino_probe.h"
 #include "engine/validation/export_report.h"
-#include "io/atomic_file.h"
+#include "io/scratch_file.h"
 
 namespace mrcnn::engine {
 namespace {
@@ -31,30 +30,6 @@ struct PairCheck {
   double share(int64_t agreed) const {
     return reference > 0 ? static_cast<double>(agreed) / static_cast<double>(reference) : 0.0;
   }
-};
-
-// Two int8 models on disk beside the export for the length of a check (OpenVINO reads files);
-// removed when the check ends, an exception included.
-class ScratchModels {
- public:
-  ScratchModels(const fs::path& dir, const std::string& name, const exporter::Int8Model& a,
-                const exporter::Int8Model& b)
-      : a_(dir / ("." + name + "_a.onnx")), b_(dir / ("." + name + "_b.onnx")) {
-    io::writeFileAtomic(a_, a.bytes);
-    io::writeFileAtomic(b_, b.bytes);
-  }
-  ~ScratchModels() {
-    std::error_code ec;
-    fs::remove(a_, ec);
-    fs::remove(b_, ec);
-  }
-  ScratchModels(const ScratchModels&) = delete;
-  ScratchModels& operator=(const ScratchModels&) = delete;
-  const fs::path& a() const { return a_; }
-  const fs::path& b() const { return b_; }
-
- private:
-  fs::path a_, b_;
 };
 
 // The first `count` calibration images that decode (a check's images).
@@ -80,10 +55,11 @@ model::ImageDetections detectionsOf(std::map<std::string, at::Tensor> out) {
 // pair layers float, one with them int8, under the int8 agreement's tolerance (masks aside).
 PairCheck checkPairs(const Int8Request& r, const exporter::Int8Model& pairs_float,
                      const exporter::Int8Model& pairs_int8) {
-  const ScratchModels files(r.dir, "pairs", pairs_float, pairs_int8);
+  const io::ScratchFile float_file(r.dir / ".pairs_float.onnx", pairs_float.bytes);
+  const io::ScratchFile int8_file(r.dir / ".pairs_int8.onnx", pairs_int8.bytes);
   const std::vector<std::string> outputs{"boxes", "labels", "scores"};
-  OpenVinoProbe fp32(r.dir / "model.onnx", outputs), without(files.a(), outputs),
-      with(files.b(), outputs);
+  OpenVinoProbe fp32(r.dir / "model.onnx", outputs), without(float_file.path(), outputs),
+      with(int8_file.path(), outputs);
   PairCheck check;
   for (const cv::Mat& bgr : firstImages(r, kPairCheckImages)) {
     const model::ImageDetections reference = detectionsOf(fp32.run(bgr));
@@ -176,10 +152,11 @@ double millisecondsOf(OpenVinoProbe& probe, const cv::Mat& bgr) {
 
 exporter::LayerTiming timeBoth(const Int8Request& r, const exporter::Int8Model& int8,
                                const exporter::Int8Model& floated) {
-  const ScratchModels files(r.dir, "timing", int8, floated);
+  const io::ScratchFile int8_file(r.dir / ".timing_int8.onnx", int8.bytes);
+  const io::ScratchFile float_file(r.dir / ".timing_float.onnx", floated.bytes);
   const std::vector<cv::Mat> images = firstImages(r, kTimingImages);
   const std::vector<std::string> outputs{"scores"};
-  OpenVinoProbe a(files.a(), outputs), b(files.b(), outputs);
+  OpenVinoProbe a(int8_file.path(), outputs), b(float_file.path(), outputs);
   constexpr double kNone = std::numeric_limits<double>::infinity();
   std::vector<double> best_a(images.size(), kNone), best_b(images.size(), kNone);
   if (!images.empty()) {  // warm-up: the first run of a compiled model allocates

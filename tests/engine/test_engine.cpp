@@ -1,4 +1,4 @@
-// The engine's device choice, its view of LibTorch, and atomic run-directory writes.
+// The engine's device choice, its view of LibTorch, atomic run-directory writes and scratch files.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +11,7 @@
 #include "engine/exit_codes.h"
 #include "engine/runtime/device.h"
 #include "io/atomic_file.h"
+#include "io/scratch_file.h"
 
 using namespace mrcnn::engine;
 
@@ -117,6 +118,25 @@ class EngineTest : public QObject {
     QVERIFY_THROWS_EXCEPTION(std::runtime_error, mrcnn::io::writeFileAtomic(path, "new"));
     ::chmod(dir.path().toLocal8Bit().constData(), 0700);
     QCOMPARE(QString::fromStdString(readAll(path)), QString("keep"));
+  }
+
+  // A scratch file (an int8 check's model for OpenVINO) is there while its owner lives and
+  // gone after, also when the step using it throws.
+  void scratchFilesGoWithTheirOwner() {
+    QTemporaryDir dir;
+    const std::filesystem::path path = std::filesystem::path(dir.path().toStdString()) / ".m.onnx";
+    {
+      const mrcnn::io::ScratchFile file(path, "model bytes");
+      QCOMPARE(file.path(), path);
+      QCOMPARE(QString::fromStdString(readAll(path)), QString("model bytes"));
+    }
+    QVERIFY(!std::filesystem::exists(path));
+    try {
+      const mrcnn::io::ScratchFile file(path, "model bytes");
+      throw std::runtime_error("the check failed");
+    } catch (const std::runtime_error&) {
+    }
+    QVERIFY(!std::filesystem::exists(path));
   }
 
   void commandLineErrorsAreUsageErrors() {
