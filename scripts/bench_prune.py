@@ -460,7 +460,7 @@ def main():
     args.l2_thresholds = [float(t) for t in args.l2_thresholds.split(",") if t]
     args.chain = [c for c in args.chain.split(",") if c]
     args.r50_thresholds = [float(t) for t in args.r50_thresholds.split(",")]
-    work = Path(args.work)
+    work = Path(args.work).resolve()  # the spec resolves relative paths against its own folder
     work.mkdir(parents=True, exist_ok=True)
     if not args.skip_shapes:
         rows, info = shapes(args, work)
