@@ -21,7 +21,13 @@ image-level AUROC (images with that kind against images with none) and annotatio
 precision at K (K = how many of that kind were planted; our entries of the matching kind,
 cleanlab's matching box scores: missing-overlooked, wrong_class-swap, the rest-badloc).
 
-  scripts/bench_label_check.py [--checkpoint CKPT] [--images 300] [--share 0.3] [--seed 0]
+  scripts/bench_label_check.py [--checkpoint CKPT] [--images 300] [--share 0.3] [--seeds 0,1,2]
+                               [--write]
+
+Each seed plants into a held-out set of its own (generator seed 7000 + seed) under
+WORK/seed-N; the tables have a column per seed. --write replaces the "### Last result" of
+docs/BENCHMARKS.md's "Label mistakes" with this run's machine, model and tables
+($MRCNN_BENCHMARKS_MD names another file to write instead).
 
 cleanlab runs from its own venv ($MRCNN_VENV/cleanlab, made here on first use from
 scripts/python-requirements-cleanlab.txt); pycocotools from the project's .venv.
@@ -39,10 +45,11 @@ import time
 import numpy as np
 from pycocotools import mask as mask_utils
 
-from bench_doc import venv_python
+from bench_doc import load_average, machine_line, venv_python, write_last_result
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SPEC = os.path.join(ROOT, "specs", "shapes_resnet18.txt")
+SECTION = "## Label mistakes"
 KINDS = ["missing", "wrong_class", "shift", "coarse", "spurious", "duplicate"]
 OURS_KIND = {"missing": "missing", "wrong_class": "wrong_class", "shift": "localization",
              "coarse": "localization", "spurious": "spurious", "duplicate": "duplicate"}
@@ -325,28 +332,17 @@ def train(engine, work, steps):
         return os.path.join(run_dir, "checkpoints", f.read().strip())
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--checkpoint", help="a trained shapes_resnet18 checkpoint (default: train one)")
-    ap.add_argument("--train-steps", type=int, default=0, help="steps when training here (default: the spec's)")
-    ap.add_argument("--images", type=int, default=300, help="held-out images checked")
-    ap.add_argument("--share", type=float, default=0.3, help="share of the images with a planted mistake")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--work", default=os.path.join(ROOT, "build", "bench_label_check"))
-    ap.add_argument("--build", default=os.environ.get("MRCNN_BUILD_DIR", os.path.join(ROOT, "build")))
-    args = ap.parse_args()
-    args.work = os.path.abspath(args.work)  # the spec's relative paths are taken from its folder
-    engine = engine_path(args.build)
-    os.makedirs(args.work, exist_ok=True)
-    checkpoint = args.checkpoint or train(engine, args.work, args.train_steps)
-
-    # The held-out set: a shapes set of its own (another seed than training's).
-    shapes = os.path.join(args.work, "shapes-check")
+def one_seed(engine, checkpoint, work, args, seed):
+    """Plants seed `seed`'s mistakes into a held-out set of its own (generator seed 7000 +
+    seed) under work/seed-N, runs both tools and returns their rows, times and counts."""
+    work = os.path.join(work, "seed-%d" % seed)
+    os.makedirs(work, exist_ok=True)
+    shapes = os.path.join(work, "shapes-check")
     shapes_sets = ["--set", "data_config.shapes_dataset.root=" + shapes,
                    "--set", "data_config.shapes_dataset.train_images=1",
                    "--set", "data_config.shapes_dataset.val_images=%d" % args.images,
-                   "--set", "data_config.shapes_dataset.seed=%d" % (7000 + args.seed)]
-    run([engine, "--spec", SPEC, "--task", "dataset_stats", "--run-dir", os.path.join(args.work, "stats")]
+                   "--set", "data_config.shapes_dataset.seed=%d" % (7000 + seed)]
+    run([engine, "--spec", SPEC, "--task", "dataset_stats", "--run-dir", os.path.join(work, "stats")]
         + shapes_sets, stdout=subprocess.DEVNULL)
     val_json = glob.glob(os.path.join(shapes, "**", "*val*.json"), recursive=True)
     if not val_json:
@@ -354,29 +350,109 @@ def main():
     gt = json.load(open(val_json[0]))
     image_dir = os.path.dirname(os.path.dirname(val_json[0]))
     image_dir = os.path.join(image_dir, "images", "val")
-    planted, plants = plant(gt, args.share, args.seed)
-    planted_path = os.path.join(args.work, "planted.json")
+    planted, plants = plant(gt, args.share, seed)
+    planted_path = os.path.join(work, "planted.json")
     json.dump(planted, open(planted_path, "w"))
-    json.dump(plants, open(os.path.join(args.work, "plants.json"), "w"))
+    json.dump(plants, open(os.path.join(work, "plants.json"), "w"))
 
-    ours_image, ours_entries, ours_s, results = run_ours(engine, args.work, planted_path, image_dir,
+    ours_image, ours_entries, ours_s, results = run_ours(engine, work, planted_path, image_dir,
                                                          checkpoint, shapes_sets)
-    cl_image, cl_entries, cl_s, cl_version = run_cleanlab(args.work, planted, results)
+    cl_image, cl_entries, cl_s, cl_version = run_cleanlab(work, planted, results)
     image_ids = [im["id"] for im in planted["images"]]
-    ours = rows_for("ours", ours_image, ours_entries, plants, image_ids)
-    theirs = rows_for("cleanlab", cl_image, cl_entries, plants, image_ids)
+    result = {"seed": seed, "images": len(image_ids), "planted": len(plants),
+              "detections": len(results), "ours_s": ours_s, "cleanlab_s": cl_s,
+              "cleanlab_version": cl_version, "checkpoint": checkpoint,
+              "ours": rows_for("ours", ours_image, ours_entries, plants, image_ids),
+              "cleanlab": rows_for("cleanlab", cl_image, cl_entries, plants, image_ids)}
+    json.dump(result, open(os.path.join(work, "result.json"), "w"), indent=1)
+    return result
 
+
+def print_seed(r):
     print("\nmodel: %s; %d images, %d planted mistakes (seed %d), %d detections" %
-          (checkpoint, len(image_ids), len(plants), args.seed, len(results)))
-    print("ours: label_check %.1f s (with the model's inference); cleanlab %s: %.1f s\n" % (ours_s, cl_version, cl_s))
+          (r["checkpoint"], r["images"], r["planted"], r["seed"], r["detections"]))
+    print("ours: label_check %.1f s (with the model's inference); cleanlab %s: %.1f s\n" %
+          (r["ours_s"], r["cleanlab_version"], r["cleanlab_s"]))
     print("| planted kind | K | image AUROC ours | cleanlab | precision@K ours | cleanlab |")
     print("| --- | --- | --- | --- | --- | --- |")
     for kind in KINDS + ["all"]:
-        o, c = ours[kind], theirs[kind]
+        o, c = r["ours"][kind], r["cleanlab"][kind]
         print("| %s | %d | %.3f | %.3f | %.2f | %.2f |" % (kind, o["k"], o["auroc"], c["auroc"],
                                                           o["precision_at_k"], c["precision_at_k"]))
-    json.dump({"ours": ours, "cleanlab": theirs, "cleanlab_version": cl_version, "checkpoint": checkpoint},
-              open(os.path.join(args.work, "result.json"), "w"), indent=1)
+
+
+def goal_line(results):
+    """Where the issue's goal stands: every kind ahead of cleanlab by >= 0.1 image AUROC, and
+    >= 0.9 overall, per seed."""
+    margins = [r["ours"][k]["auroc"] - r["cleanlab"][k]["auroc"] for r in results for k in KINDS]
+    overall = [r["ours"]["all"]["auroc"] for r in results]
+    short = ["seed %d %s (%+.2f)" % (r["seed"], k, r["ours"][k]["auroc"] - r["cleanlab"][k]["auroc"])
+             for r in results for k in KINDS
+             if r["ours"][k]["auroc"] - r["cleanlab"][k]["auroc"] < 0.1]
+    low = ["seed %d (%.3f)" % (r["seed"], r["ours"]["all"]["auroc"]) for r in results
+           if r["ours"]["all"]["auroc"] < 0.9]
+    met = not short and not low
+    return ("Goal (ahead of cleanlab by >= 0.1 image AUROC on every kind, >= 0.9 overall): %s. "
+            "Margins %+.2f to %+.2f; overall %.3f to %.3f%s%s." %
+            ("**met** on every seed" if met else "**not met**", min(margins), max(margins),
+             min(overall), max(overall),
+             "; under 0.1: " + ", ".join(short) if short else "",
+             "; under 0.9 overall: " + ", ".join(low) if low else ""))
+
+
+def doc_block(results, load_before):
+    """The "### Last result" of the section: machine, model, both tables over the seeds."""
+    seeds = [r["seed"] for r in results]
+    head = ("%s; `scripts/bench_label_check.py --seeds %s`, %d images a seed, %d planted a "
+            "seed; cleanlab %s; model `%s`; %d-%d detections a set; `label_check` %.0f-%.0f s "
+            "a set (the model's inference included), cleanlab %.1f-%.1f s.") % (
+        machine_line(load_before), ",".join(map(str, seeds)), results[0]["images"],
+        results[0]["planted"], results[0]["cleanlab_version"], results[0]["checkpoint"],
+        min(r["detections"] for r in results), max(r["detections"] for r in results),
+        min(r["ours_s"] for r in results), max(r["ours_s"] for r in results),
+        min(r["cleanlab_s"] for r in results), max(r["cleanlab_s"] for r in results))
+    cols = " | ".join("seed %d" % s for s in seeds)
+    rule = " | ".join("---" for _ in seeds)
+    auroc = ["Image AUROC, ours / cleanlab (margin):", "",
+             "| planted kind | K | %s |" % cols, "| --- | --- | %s |" % rule]
+    prec = ["Precision@K, ours / cleanlab:", "", "| planted kind | %s |" % cols, "| --- | %s |" % rule]
+    for kind in KINDS + ["all"]:
+        o = [r["ours"][kind] for r in results]
+        c = [r["cleanlab"][kind] for r in results]
+        auroc.append("| %s | %d | %s |" % (kind, o[0]["k"], " | ".join(
+            "%.3f / %.3f (%+.2f)" % (a["auroc"], b["auroc"], a["auroc"] - b["auroc"])
+            for a, b in zip(o, c))))
+        prec.append("| %s | %s |" % (kind, " | ".join(
+            "%.2f / %.2f" % (a["precision_at_k"], b["precision_at_k"]) for a, b in zip(o, c))))
+    return "\n".join([head, ""] + auroc + [""] + prec + ["", goal_line(results)])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--checkpoint", help="a trained shapes_resnet18 checkpoint (default: train one)")
+    ap.add_argument("--train-steps", type=int, default=0, help="steps when training here (default: the spec's)")
+    ap.add_argument("--images", type=int, default=300, help="held-out images checked")
+    ap.add_argument("--share", type=float, default=0.3, help="share of the images with a planted mistake")
+    ap.add_argument("--seeds", default="0", help="planting seeds, each on a held-out set of its own: 0,1,2,3,4")
+    ap.add_argument("--work", default=os.path.join(ROOT, "build", "bench_label_check"))
+    ap.add_argument("--build", default=os.environ.get("MRCNN_BUILD_DIR", os.path.join(ROOT, "build")))
+    ap.add_argument("--write", action="store_true",
+                    help='rewrite the "Last result" of docs/BENCHMARKS.md\'s "Label mistakes"')
+    args = ap.parse_args()
+    args.work = os.path.abspath(args.work)  # the spec's relative paths are taken from its folder
+    engine = engine_path(args.build)
+    os.makedirs(args.work, exist_ok=True)
+    checkpoint = os.path.abspath(args.checkpoint or train(engine, args.work, args.train_steps))
+    load_before = load_average()
+    results = []
+    for seed in [int(s) for s in args.seeds.split(",") if s]:
+        results.append(one_seed(engine, checkpoint, args.work, args, seed))
+        print_seed(results[-1])
+    block = doc_block(results, load_before)
+    print("\n" + block)
+    if args.write:
+        write_last_result(SECTION, block)
+        print("docs/BENCHMARKS.md: %s / Last result rewritten" % SECTION[3:])
 
 
 if __name__ == "__main__":
