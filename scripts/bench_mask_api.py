@@ -11,8 +11,12 @@ lists), best of 3, checks that every matrix equals ours exactly, and prints the 
 Exits 1 when a matrix differs. Writes only temporary files.
 
 Usage: .venv/bin/python scripts/bench_mask_api.py [--build-dir build | --exe PATH] [--scale 10]
+                                                 [--write]
 --scale multiplies the calls (100 and 500 by default; 10 gives the 1000 and 5000 below).
 Build the driver first (not built by default): scripts/build.sh bench_mask_api.
+--write replaces the "### Last result" of docs/BENCHMARKS.md's "Mask API IoU" with this run's
+machine and table ($MRCNN_BENCHMARKS_MD names another file to write instead); it writes only
+when every matrix is equal.
 
 Last result (2026-11-28, --scale 10), 2 cores of an AMD EPYC beside a full build (load 5.0),
 pycocotools 2.0.11, best of 3 per side, all matrices equal (docs/BENCHMARKS.md has the table
@@ -26,7 +30,6 @@ import argparse
 import importlib.metadata
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -37,6 +40,10 @@ import numpy as np
 from pycocotools import mask as mask_utils
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+from bench_doc import load_average, machine_line, write_last_result  # noqa: E402
+
+SECTION = "## Mask API IoU"
 SHAPES = [(100, 100, 20), (500, 15, 7)]  # calls, detections, ground truths per call
 
 
@@ -83,19 +90,18 @@ def main():
     parser.add_argument("--build-dir", default=str(ROOT / "build"))
     parser.add_argument("--exe", help="the bench_mask_api executable")
     parser.add_argument("--scale", type=int, default=1, help="multiplies the number of calls")
+    parser.add_argument("--write", action="store_true",
+                        help="rewrite the last result in docs/BENCHMARKS.md")
     args = parser.parse_args()
     exe = find_exe(args)
 
-    cpu = platform.processor() or platform.machine()
-    cpuinfo = Path("/proc/cpuinfo")
-    for line in cpuinfo.read_text().splitlines() if cpuinfo.exists() else []:
-        if line.startswith("model name"):
-            cpu = line.split(":", 1)[1].strip()
-            break
     version = importlib.metadata.version("pycocotools")
-    print(f"# {time.strftime('%Y-%m-%d %H:%M')}, {cpu}, {os.cpu_count()} logical CPUs, load average "
-          f"{os.getloadavg()[0]:.1f}; pycocotools {version}")
+    load_before = load_average()
+    print(f"# {machine_line(load_before)}; pycocotools {version}")
     all_equal = True
+    table = ["| calls | dt × gt | segm: pycocotools | ours | ratio | ours + decode | ratio | "
+             "bbox: pycocotools | ours | ratio |",
+             "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for calls, dts, gts in SHAPES:
         calls *= max(args.scale, 1)
         with tempfile.TemporaryDirectory(prefix="bench_mask_api-") as tmp:
@@ -112,6 +118,15 @@ def main():
         print(f"  segm: pycocotools {py_segm:.3f} s | ours {segm:.4f} s (x{py_segm / segm:.1f}) | "
               f"ours + string decode {segm + decode:.4f} s (x{py_segm / (segm + decode):.1f})")
         print(f"  bbox: pycocotools {py_bbox:.4f} s | ours {bbox:.4f} s (x{py_bbox / bbox:.1f})")
+        table.append(f"| {calls:,} | {dts} × {gts} | {py_segm:.3f} s | {segm:.3f} s | "
+                     f"{py_segm / segm:.1f}× | {segm + decode:.3f} s | "
+                     f"{py_segm / (segm + decode):.1f}× | {py_bbox:.4f} s | {bbox:.4f} s | "
+                     f"{py_bbox / bbox:.1f}× |")
+    if args.write and all_equal:
+        header = (f"{machine_line(load_before)}; `--scale {args.scale}`, pycocotools {version}, "
+                  f"best of 3 a side, all matrices equal:")
+        write_last_result(SECTION, header + "\n\n" + "\n".join(table))
+        print(f"docs/BENCHMARKS.md: {SECTION[3:]} / Last result rewritten")
     return 0 if all_equal else 1
 
 
