@@ -63,9 +63,11 @@ constexpr const char* kModelTaskUsage =
     "                    (likely label mistakes from a model's detections: mistakes.json,\n"
     "                    default DIR: RUN_DIR/label_check)\n"
     "       mrcnn-engine --spec SPEC --task benchmark [--mode train|inference] [--steps N]\n"
-    "                    [--profile]\n"
+    "                    [--profile] [--count-syncs FILE.json]\n"
     "                    (synthetic batches of the spec's image size and model; --profile: one\n"
-    "                    more step under LibTorch's profiler, its busiest operators and kernels)\n";
+    "                    more step under LibTorch's profiler, its busiest operators and kernels;\n"
+    "                    --count-syncs: one more step counting the host's waits for the GPU,\n"
+    "                    their call stacks into FILE.json)\n";
 // After the tasks on files.
 constexpr const char* kUsageEnd =
     "the tasks on files also run in mrcnn-data, which starts without LibTorch\n"
@@ -388,6 +390,7 @@ int engineMain(const std::vector<std::string>& args, std::ostream& out, std::ost
       bench.steps = std::stoul(text);
     }
     bench.profile = values.count("--profile") > 0;
+    bench.count_syncs = get("--count-syncs");
     return runBenchmark(options, bench, out, err);
   }
   if (task == "inference") {

@@ -9,7 +9,9 @@
 #                        [--only ops,train,bench]
 #
 #   --out DIR       where the summary and logs go (default $OUT, else ./gpu-check-out):
-#                   summary.json, build.log, ops.log, train.log, bench.log — nothing else
+#                   summary.json, build.log, ops.log, train.log, bench.log, and the host
+#                   syncs of a step with their call stacks (syncs-train.json,
+#                   syncs-inference.json) — nothing else
 #   --bundle X      a prebuilt engine (scripts/gpu_bundle.sh makes one: bin/mrcnn-engine,
 #                   lib/libmrcnn_ops.so and the libraries they need beside the torch wheel's),
 #                   built against the same torch version as PY's; without it the script
@@ -23,7 +25,8 @@
 #   prerequisites, build, ops (ctest -L "^gpu$", or tests/gpu/ops_cuda_check.py with a bundle),
 #   train_fp16, train_bf16 (scripts/gpu_check_train.py judges them), bench (ours:
 #   mrcnn-engine --task benchmark; torchvision: scripts/bench_gpu_torchvision.py; then one
-#   profiled step of ours, training and inference, into bench.log).
+#   profiled step of ours, training and inference, into bench.log, and one step of each
+#   counting the host syncs, --count-syncs).
 #
 # Without a CUDA device it is a dry run: it checks its prerequisites, says "no CUDA device",
 # writes a summary saying nothing was measured, and exits 0. Exit 1 when a step fails, 2 when
@@ -336,20 +339,39 @@ for r in rows:
           f"{r.get('ratio', float('nan')):>7.2f}{o.get('peak_mib', float('nan')):>10.0f}{t.get('peak_mib', float('nan')):>8.0f}")
 PYEOF
 # Where our step's time goes: one more step of training (batch 4) and of inference under
-# LibTorch's profiler (CPU operators and CUDA kernels) into bench.log; informative only, a
-# failure here does not fail the check.
+# LibTorch's profiler (CPU operators and CUDA kernels) into bench.log, and one counting the
+# host's waits for the GPU with their call stacks (syncs-train.json, syncs-inference.json in
+# --out: scripts/symbolize_syncs.py FILE --build build-gpu names their lines on the machine
+# that built the bundle); informative only, a failure here does not fail the check.
 for prof in "train train_batch_size=4" "inference eval_batch_size=1"; do
   set -- $prof
   echo "=== profile of ours: $1, $2" >> "$bench_log"
   timeout 240 "$engine" "${bench_common[@]}" --mode "$1" --set "$2" --steps 3 --profile \
+    --count-syncs "$out/syncs-$1.json" \
     --run-dir "$work/profile-$1" > "$work/profile-$1.jsonl" 2>> "$bench_log" \
     || echo "(the profiled run failed: exit $?)" >> "$bench_log"
   "$py" -c 'import json, sys
 for line in open(sys.argv[1]):
     e = json.loads(line)
-    if e.get("type") in ("log", "error") and "profile:" in e.get("text", e.get("message", "")):
-        print(e.get("text", e.get("message")))' "$work/profile-$1.jsonl" >> "$bench_log" 2>&1
+    text = e.get("text", e.get("message", ""))
+    if e.get("type") in ("log", "error", "warning") and ("profile:" in text or "synchronisations" in text or "count_syncs" == e.get("code")):
+        print(text)' "$work/profile-$1.jsonl" >> "$bench_log" 2>&1
 done
+# The counts into the summary (bench.json's "syncs_per_step").
+"$py" - "$work/bench.json" "$out" <<'PYEOF' >> "$bench_log" 2>&1
+import json, os, sys
+path, out = sys.argv[1:3]
+bench = json.load(open(path))
+bench["syncs_per_step"] = {}
+for mode in ("train", "inference"):
+    f = os.path.join(out, "syncs-%s.json" % mode)
+    if os.path.exists(f):
+        d = json.load(open(f))
+        bench["syncs_per_step"][mode] = {"total": d["syncs"]["total"], "call_stacks": len(d["syncs"]["sites"]),
+                                         "batch": d["batch"], "precision": d["precision"]}
+json.dump(bench, open(path, "w"), indent=1)
+print("host syncs a step:", json.dumps(bench["syncs_per_step"]))
+PYEOF
 record bench passed $(( $(date +%s) - t0 )) "$(grep -A 20 '^row ' "$bench_log" | tr '\n' ';' | head -c 900)"
 echo
 grep -A 20 '^row ' "$bench_log"

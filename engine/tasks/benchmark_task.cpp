@@ -30,6 +30,9 @@
 #include "engine/runtime/precision.h"
 #include "engine/setup/weights.h"
 #include "engine/runtime/op_profile.h"
+#include "engine/runtime/sync_counter.h"
+#include "io/atomic_file.h"
+#include "io/json_writer.h"
 #include "engine/setup/weights_file.h"
 #include "engine/tasks/tasks.h"
 #include "engine/runtime/autocast_scope.h"
@@ -94,6 +97,20 @@ double peakResidentMiB() {
     if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
   }
   return 0;
+}
+
+// The counted syncs of a step with what was run: {"device", "mode", "batch", "precision",
+// "syncs": {"total", "sites": [{"count", "frames"}]}}.
+void writeSyncs(const std::filesystem::path& path, const SyncCount& syncs,
+                const std::string& device, const std::string& mode, int64_t batch,
+                const std::string& precision) {
+  std::ostringstream out;
+  {
+    io::JsonWriter w(out);
+    w.beginObject().key("device").value(device).key("mode").value(mode).key("batch").value(batch);
+    w.key("precision").value(precision).key("syncs").raw(syncs.json()).endObject();
+  }
+  io::writeFileAtomic(path, out.str() + "\n");
 }
 
 int benchmark(const TaskOptions& options, const BenchmarkOptions& bench,
@@ -179,14 +196,32 @@ int benchmark(const TaskOptions& options, const BenchmarkOptions& bench,
     const auto sync = [&] {
       if (device.is_cuda()) torch::cuda::synchronize(device.index());
     };
+    // After the timed steps: one under the profiler (--profile), one counting host syncs
+    // (--count-syncs, on a CUDA device).
+    bool counting = !bench.count_syncs.empty();
+    if (counting && (!device.is_cuda() || !SyncCounter::available())) {
+      events.write(train::warningEvent(
+          "count_syncs", "--count-syncs " + bench.count_syncs.string() + ": " +
+                             (device.is_cuda() ? "this LibTorch was built without CUDA"
+                                               : "the device is " + device_name +
+                                                     ": the host waits for no GPU there") +
+                             "; nothing counted, nothing written"));
+      counting = false;
+    }
+    const uint64_t timed_end = warmup + steps;
+    const uint64_t profile_step = bench.profile ? timed_end : UINT64_MAX;
+    const uint64_t count_step = counting ? timed_end + (bench.profile ? 1 : 0) : UINT64_MAX;
+    const uint64_t all_steps = timed_end + (bench.profile ? 1 : 0) + (counting ? 1 : 0);
     std::vector<double> times;
     std::string profile;
+    SyncCount syncs;
     std::optional<dist::RankTimes> rank_times;
     if (group) rank_times.emplace(*group);
-    for (uint64_t i = 0; i < warmup + steps + (bench.profile ? 1 : 0); ++i) {
-      OpProfile profiler(i == warmup + steps, device.is_cuda());
-      const bool timed = i >= warmup && !profiler.active();
+    for (uint64_t i = 0; i < all_steps; ++i) {
+      OpProfile profiler(i == profile_step, device.is_cuda());
+      const bool timed = i >= warmup && i < timed_end;
       sync();
+      SyncCounter counter(i == count_step);  // the step alone, not the synchronisations around it
       if (rank_times && timed) rank_times->stepStarted();
       const auto t0 = Clock::now();
       if (training) {
@@ -204,13 +239,11 @@ int benchmark(const TaskOptions& options, const BenchmarkOptions& bench,
         (void)net->detect(data.images, data.sizes);
       }
       if (group && !training) group->barrier("benchmark step");
+      if (counter.active()) syncs = counter.stop();
       sync();
       if (rank_times && timed) rank_times->stepEnded();
-      if (profiler.active()) {
-        profile = profiler.stop();
-      } else if (i >= warmup) {
-        times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-      }
+      if (profiler.active()) profile = profiler.stop();
+      if (timed) times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
     }
     double total = 0;
     for (double t : times)
@@ -244,6 +277,16 @@ int benchmark(const TaskOptions& options, const BenchmarkOptions& bench,
           more, sizeof more, "; gradient all-reduce %.1f ms per step",
           parallel->takeAllReduceSeconds() * 1000.0 / static_cast<double>(warmup + steps));
       std::strncat(line, more, sizeof line - std::strlen(line) - 1);
+    }
+    if (counting) {
+      char more[96];
+      std::snprintf(more, sizeof more, "; %zu host syncs in a step", syncs.total);
+      std::strncat(line, more, sizeof line - std::strlen(line) - 1);
+      writeSyncs(bench.count_syncs, syncs, device_name, bench.mode, batch, precision->name);
+      events.write(train::logEvent(
+          "host synchronisations in one " + bench.mode + " step: " + std::to_string(syncs.total) +
+          " from " + std::to_string(syncs.sites.size()) + " call stacks, written to " +
+          bench.count_syncs.string() + " (scripts/symbolize_syncs.py names their lines)"));
     }
     events.write(train::logEvent(line));
     if (rank_times) {

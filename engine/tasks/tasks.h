@@ -166,6 +166,9 @@ struct BenchmarkOptions {
   std::string mode = "train";  // train or inference
   uint64_t steps = 20;         // timed steps (after a few warm-up steps)
   bool profile = false;  // one more step under the operator profiler (engine/runtime/op_profile.h)
+  // Not empty: one more step counting the host's waits for the GPU and where they come from
+  // (engine/runtime/sync_counter.h), written to this file; a CUDA device only.
+  std::filesystem::path count_syncs;
 };
 
 // The fake-data benchmark: synthetic batches of the spec's image size and model, training

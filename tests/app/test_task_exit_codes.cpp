@@ -111,6 +111,18 @@ class TestTaskExitCodes : public QObject {
     }
   }
 
+  // --count-syncs where no GPU runs the step: the benchmark still runs (exit 0), a warning
+  // says why nothing was counted, and no file is written.
+  void countSyncsOnTheCpuWarnsAndWritesNothing() {
+    const QString file = dir_.filePath("syncs.json");
+    const Run r = engine({"--spec", good_spec_, "--task", "benchmark", "--steps", "1", "--set",
+                          "device=cpu", "--set", "train_batch_size=1", "--count-syncs", file});
+    QVERIFY2(r.code == 0, qPrintable(explain(r)));
+    QVERIFY2(r.out.contains("\"code\":\"count_syncs\"") && r.out.contains("the device is cpu"),
+             qPrintable(r.out));
+    QVERIFY(!QFileInfo::exists(file));
+  }
+
   void badCommandLineIs2() {
     const Run unknown = engine({"--spec", good_spec_, "--task", "train", "--no-such-option"});
     QCOMPARE(unknown.code, 2);
