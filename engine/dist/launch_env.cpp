@@ -55,6 +55,11 @@ LaunchEnvResult readLaunchEnv(const std::function<const char*(const char*)>& get
     return out;
   };
 
+  // A group even for one process (MRCNN_DIST_FORCE_GROUP=1): its collectives run through
+  // the group's backend (NCCL on a GPU) where a world of one would skip them.
+  const char* forced = get("MRCNN_DIST_FORCE_GROUP");
+  const bool force = forced != nullptr && (std::string_view(forced) == "1" ||
+                                           std::string_view(forced) == "true");
   // torchrun first: under SLURM a job may still start torchrun per node, whose RANK wins.
   const char *rank_var = "RANK", *world_var = "WORLD_SIZE", *local_var = "LOCAL_RANK",
              *local_world_var = "LOCAL_WORLD_SIZE";
@@ -67,7 +72,19 @@ LaunchEnvResult readLaunchEnv(const std::function<const char*(const char*)>& get
     world_var = "SLURM_NTASKS";
     local_var = "SLURM_LOCALID";
     local_world_var = "SLURM_NTASKS_PER_NODE";
-  } else {
+  } else if (!force) {
+    out.env = env;
+    return out;
+  }
+  if (env.launcher == "none") {  // one process forced into a group of its own
+    env.force_group = true;
+    if (const char* addr = get("MASTER_ADDR")) env.master_addr = addr;
+    if (env.master_addr == "localhost") env.master_addr = "127.0.0.1";
+    if (get("MASTER_PORT") != nullptr) {
+      const auto port = number(get("MASTER_PORT"), 1, 65535);
+      if (!port) return fail("MASTER_PORT", "a TCP port (1-65535) is needed");
+      env.master_port = static_cast<uint16_t>(*port);
+    }
     out.env = env;
     return out;
   }
@@ -91,6 +108,7 @@ LaunchEnvResult readLaunchEnv(const std::function<const char*(const char*)>& get
   } else {
     env.local_world_size = env.world_size;
   }
+  env.force_group = force;
   if (!env.distributed()) {
     out.env = env;
     return out;
@@ -103,7 +121,7 @@ LaunchEnvResult readLaunchEnv(const std::function<const char*(const char*)>& get
     env.master_addr = addr;
   } else if (!first_node.empty()) {
     env.master_addr = first_node;  // rank 0 runs on the job's first node
-  } else {
+  } else if (env.world_size > 1) {
     return fail("MASTER_ADDR", "a job of " + std::to_string(env.world_size) +
                                    " processes needs the address of rank 0's machine" +
                                    (slurm ? " (or SLURM_JOB_NODELIST, whose first host is taken)" : ""));

@@ -5,6 +5,9 @@
 // MASTER_ADDR from the job script, else the job's first host in SLURM_JOB_NODELIST;
 // MASTER_PORT from the job script, else 29500 + SLURM_JOB_ID's last four digits, so that two
 // jobs sharing a node do not meet). Neither: one process, world size 1.
+// MRCNN_DIST_FORCE_GROUP=1 makes even a world of one a process group (master 127.0.0.1 and
+// port 29500 unless MASTER_ADDR/MASTER_PORT say otherwise): its all-reduces, broadcasts and
+// sharded evaluation then run through the backend (NCCL on a GPU) instead of being skipped.
 // No Torch here.
 #pragma once
 
@@ -26,8 +29,9 @@ struct LaunchEnv {
   // torchrun's agent hosts the rendezvous store: every rank connects to it as a client.
   bool agent_store = false;
   std::string launcher = "none";  // "torchrun", "slurm" or "none"
+  bool force_group = false;        // MRCNN_DIST_FORCE_GROUP: a group even for one process
 
-  bool distributed() const { return world_size > 1; }
+  bool distributed() const { return world_size > 1 || force_group; }
 };
 
 // Reads the environment through `get` (std::getenv by default). Errors name the variable and

@@ -256,6 +256,23 @@ class TestDataParallel : public QObject {
              qPrintable(alone.err + alone.out.right(2000)));
   }
 
+  // MRCNN_DIST_FORCE_GROUP=1: one process in a process group of its own (what runs NCCL's
+  // collectives on a machine with one GPU). Its collectives run, and over one rank they change
+  // nothing: the same weights as the run without a group.
+  void aGroupOfOneWhenForced() {
+    const Run plain = run(workbench_, trainArgs(dir_.filePath("plain1"), data_, 2, 2));
+    QVERIFY2(plain.exit_code == 0, qPrintable(plain.err));
+    QVERIFY(!plain.out.contains("process group:"));
+    const Run forced = run(workbench_, trainArgs(dir_.filePath("forced1"), data_, 2, 2),
+                           {"MRCNN_DIST_FORCE_GROUP=1", "MASTER_PORT=29641"});
+    QVERIFY2(forced.exit_code == 0, qPrintable(forced.err + forced.out.right(2000)));
+    QVERIFY2(forced.out.contains("process group: rank 0 of 1 (gloo"), qPrintable(forced.out.left(3000)));
+    QVERIFY2(forced.out.contains("per step, ms (compute + data + collectives"),
+             qPrintable(forced.out.right(2000)));
+    const double same = maxDifference(last(dir_.filePath("plain1")), last(dir_.filePath("forced1")));
+    QVERIFY2(same == 0, qPrintable(QString::number(same)));
+  }
+
   // Trainable batch norm: 2 ranks normalise with the global batch's statistics (synchronised
   // batch norm), as one process does with its batch of 2. After one step the running
   // statistics agree to float rounding (measured 1.2e-7; bound 1e-5), the loss too, and the

@@ -77,6 +77,25 @@ class SlurmLaunchTest : public QObject {
     QVERIFY(!r.env);
     QCOMPARE(r.error, std::string("MASTER_ADDR=(unset): a job of 2 processes needs the address of "
                                   "rank 0's machine (or SLURM_JOB_NODELIST, whose first host is taken)"));
+    // A group of one when forced: on its own, or under a launcher with a world of one.
+    r = launchFrom({});
+    QVERIFY(r.env && !r.env->distributed());
+    r = launchFrom({{"MRCNN_DIST_FORCE_GROUP", "1"}});
+    QVERIFY2(r.env, r.error.c_str());
+    QVERIFY(r.env->distributed() && r.env->force_group);
+    QCOMPARE(r.env->world_size, 1);
+    QCOMPARE(r.env->master_addr, std::string("127.0.0.1"));
+    QCOMPARE(r.env->master_port, uint16_t{29500});
+    r = launchFrom({{"MRCNN_DIST_FORCE_GROUP", "1"}, {"MASTER_PORT", "70000"}});
+    QVERIFY(!r.env);
+    QCOMPARE(r.error, std::string("MASTER_PORT=70000: a TCP port (1-65535) is needed"));
+    r = launchFrom({{"MRCNN_DIST_FORCE_GROUP", "1"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"},
+                    {"SLURM_JOB_ID", "77"}});
+    QVERIFY2(r.env, r.error.c_str());
+    QVERIFY(r.env->distributed());
+    QCOMPARE(r.env->launcher, std::string("slurm"));
+    QCOMPARE(r.env->master_addr, std::string("127.0.0.1"));
+    QCOMPARE(r.env->master_port, uint16_t{29500 + 77});
     // torchrun's variables still need both.
     r = launchFrom({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}});
     QVERIFY(!r.env);
