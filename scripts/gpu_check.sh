@@ -23,7 +23,8 @@
 #
 # Steps, in order; the first that fails ends the run, and what passed is still reported:
 #   prerequisites, build, ops (ctest -L "^gpu$", or tests/gpu/ops_cuda_check.py with a bundle),
-#   train_fp16, train_bf16 (scripts/gpu_check_train.py judges them), bench (ours:
+#   train_fp16, train_bf16 (scripts/gpu_check_train.py judges them), train_nccl (a process
+#   group of one, MRCNN_DIST_FORCE_GROUP: NCCL's collectives), bench (ours:
 #   mrcnn-engine --task benchmark; torchvision: scripts/bench_gpu_torchvision.py; then one
 #   profiled step of ours, training and inference, into bench.log, and one step of each
 #   counting the host syncs, --count-syncs).
@@ -265,6 +266,21 @@ for precision in fp16 bf16; do
   [ $rc -eq 0 ] || fail_step "train_$precision" $(( $(date +%s) - t0 )) "$verdict" "$train_log"
   record "train_$precision" passed $(( $(date +%s) - t0 )) "$verdict"
 done
+# NCCL on one GPU: a short fp16 training in a process group of one (MRCNN_DIST_FORCE_GROUP),
+# its gradient all-reduces, broadcast and sharded evaluation through NCCL.
+t0=$(date +%s)
+run="$work/train-nccl"
+echo "=== train fp16 in a process group of one (NCCL)" >> "$train_log"
+MRCNN_DIST_FORCE_GROUP=1 MASTER_PORT=29517 timeout 300 "$engine" \
+  --spec "$root/specs/shapes_resnet18.txt" --set device=cuda --set use_amp=true \
+  --set amp_dtype=fp16 --set total_steps=10 --set num_steps_per_eval=10 \
+  --set save_checkpoints_steps=10 --set logging_frequency=1 --run-dir "$run" >> "$train_log" 2>&1
+rc=$?
+[ $rc -eq 0 ] || fail_step train_nccl $(( $(date +%s) - t0 )) "the engine in a group of one exited $rc" "$train_log"
+group_line="$(grep -m1 -o 'process group: rank 0 of 1 ([^)]*)' "$run/log.txt")"
+[[ "$group_line" == *"(nccl"* ]] \
+  || fail_step train_nccl $(( $(date +%s) - t0 )) "no NCCL process group in $run/log.txt: '$group_line'" "$train_log"
+record train_nccl passed $(( $(date +%s) - t0 )) "$group_line; 10 steps and the evaluation ran"
 fi
 
 # ---- benchmark: ours and torchvision, synthetic data, ResNet-50 FPN at 800x1333 ----
