@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <string>
 
 #include "engine/ops/box_coder.h"
 #include "engine/ops/box_iou.h"
@@ -192,11 +193,16 @@ RoIHeadsImpl::Sample RoIHeadsImpl::selectTrainingSamples(const std::vector<at::T
     TORCH_CHECK(l.dim() == 1 && l.size(0) == b.size(0) && l.scalar_type() == at::kLong,
                 "RoIHeads: image ", i, ": ground-truth labels must be int64 [", b.size(0),
                 "], got ", l.sizes(), " ", l.scalar_type());
-    if (l.numel() > 0) {
+    if (l.numel() > 0 && l.is_cpu()) {
       const int64_t lo = l.min().item<int64_t>(), hi = l.max().item<int64_t>();
       TORCH_CHECK(lo >= 1 && hi < options_.num_classes, "RoIHeads: image ", i,
                   ": ground-truth labels must be in 1..", options_.num_classes - 1, ", got ", lo,
                   "..", hi);
+    } else if (l.numel() > 0) {
+      // On a GPU the same check without making the host wait for it (a device-side assert).
+      at::_assert_async(((l >= 1) & (l < options_.num_classes)).all(),
+                        "RoIHeads: ground-truth labels must be in 1.." +
+                            std::to_string(options_.num_classes - 1));
     }
     if (options_.with_masks && cropped) {
       TORCH_CHECK(targets.mask_crops[i].size() == b.size(0), "RoIHeads: image ", i, ": ",

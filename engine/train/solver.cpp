@@ -117,13 +117,19 @@ StepResult Solver::step(double lr, LossScaler* scaler) {
   // As torch.nn.utils.clip_grad_norm_: the 2-norm of the per-tensor 2-norms, coefficient
   // max_norm / (norm + 1e-6) clamped to 1, applied even when 1 (a multiplication by 1 is exact).
   const at::Tensor total = at::linalg_vector_norm(at::stack(at::_foreach_norm(grads, 2)), 2);
-  result.grad_norm = total.item<double>();
+  at::Tensor clamped;
   if (options_.clip_norm > 0) {
     const at::Tensor coef = (total + 1e-6).reciprocal() * options_.clip_norm;
-    const at::Tensor clamped = at::clamp_max(coef, 1.0);
-    result.clipped = clamped.item<double>() < 1.0;
+    clamped = at::clamp_max(coef, 1.0);
     at::_foreach_mul_(grads, clamped);
   }
+  // The norm and the clipping coefficient to the host in one copy (on a GPU, one wait).
+  const at::Tensor host =
+      (clamped.defined() ? at::stack({total, clamped.to(total.scalar_type())}) : total.reshape({1}))
+          .to(at::kDouble)
+          .cpu();
+  result.grad_norm = host.data_ptr<double>()[0];
+  if (clamped.defined()) result.clipped = host.data_ptr<double>()[1] < 1.0;
 
   // torch.optim.SGD's update (dampening 0, no Nesterov).
   for (size_t k = 0; k < index.size(); ++k) {

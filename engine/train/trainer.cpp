@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <vector>
 
 #include "dataset/loader/sample_order.h"
 #include "engine/exit_codes.h"
@@ -20,13 +21,21 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 StepLosses reportOf(const model::MaskRCNNLosses& l) {
+  // All of them in one copy to the host: on a GPU one wait, not one a value.
+  std::vector<at::Tensor> parts;
+  for (const at::Tensor* t : {&l.total, &l.rpn_objectness, &l.rpn_box, &l.classifier, &l.box_reg})
+    parts.push_back(t->detach().to(at::kDouble).reshape({1}));
+  parts.push_back(l.mask.defined() ? l.mask.detach().to(at::kDouble).reshape({1})
+                                   : at::zeros({1}, parts[0].options()));
+  const at::Tensor host = at::cat(parts).cpu();
+  const double* v = host.data_ptr<double>();
   StepLosses r;
-  r.total = l.total.item<double>();
-  r.objectness = l.rpn_objectness.item<double>();
-  r.rpn_box = l.rpn_box.item<double>();
-  r.classifier = l.classifier.item<double>();
-  r.box_reg = l.box_reg.item<double>();
-  r.mask = l.mask.defined() ? l.mask.item<double>() : 0.0;
+  r.total = v[0];
+  r.objectness = v[1];
+  r.rpn_box = v[2];
+  r.classifier = v[3];
+  r.box_reg = v[4];
+  r.mask = v[5];
   return r;
 }
 
