@@ -285,9 +285,52 @@ class Finder {
     return clamp01(d.score / opt_.confident) * clamp01((covered - 0.1) / 0.4);
   }
 
+  // How much of an annotation's box the other annotations' masks cover outside its own: the
+  // object is partly hidden behind others (0..1; 0 without masks).
+  double hiddenShare(const ImageView& v, size_t g) const {
+    const eval::GroundTruth& gt = *v.gts[g];
+    if (!in_.masks || gt.mask.h == 0 || gt.mask.w == 0) return 0;
+    std::vector<dataset::Rle> others;
+    for (size_t o = 0; o < v.gts.size(); ++o) {
+      const eval::GroundTruth& other = *v.gts[o];
+      if (o == g || other.mask.h != gt.mask.h || other.mask.w != gt.mask.w ||
+          boxShare(other.bbox, gt.bbox) <= 0)
+        continue;
+      others.push_back(other.mask);
+    }
+    if (others.empty()) return 0;
+    const dataset::Rle box = dataset::rleFromBbox(gt.bbox, gt.mask.h, gt.mask.w);
+    const uint64_t box_area = dataset::area(box);
+    if (box_area == 0) return 0;
+    const std::array<dataset::Rle, 2> covered{dataset::merge(others), box};
+    const dataset::Rle in_box = dataset::merge(covered, true);
+    const std::array<dataset::Rle, 2> own{in_box, gt.mask};
+    const uint64_t hidden = dataset::area(in_box) - dataset::area(dataset::merge(own, true));
+    return static_cast<double>(hidden) / static_cast<double>(box_area);
+  }
+
+  // What a disagreement over an annotation is worth when the object is partly hidden: the
+  // model's view of it is then more often wrong than the label (full at no cover, none when
+  // half its box is covered), and the detail says so.
+  static double visibleWeight(double hidden) { return std::max(0.0, 1 - kHiddenWeight * hidden); }
+  static std::string hiddenNote(double hidden) {
+    return hidden >= 0.05 ? "; partly hidden (" + fixed(100 * hidden, 0) + "% of its box under other annotations)"
+                          : std::string();
+  }
+
   void check(int64_t image, const ImageView& v, std::vector<Mistake>& out) const {
     const size_t nd = v.dets.size(), ng = v.gts.size();
     std::vector<bool> explained(ng, false);  // flagged once already (one entry an annotation)
+    // A finding on annotation g, weighed by how much of it is hidden (worked out only for a
+    // finding that could be listed).
+    const auto addWeighed = [&](Mistake m, size_t g) {
+      if (m.score >= opt_.min_score) {
+        const double hidden = hiddenShare(v, g);
+        m.score *= visibleWeight(hidden);
+        m.detail += hiddenNote(hidden);
+      }
+      add(out, std::move(m));
+    };
 
     // Duplicates: the later of two annotations of one class over one object.
     if (ng > 1) {
@@ -346,7 +389,7 @@ class Finder {
       if (loose >= 0) {
         const auto g = static_cast<size_t>(loose);
         explained[g] = true;
-        add(out, localization(image, *v.gts[g], det, loose_overlap, v.boxAt(d, g), v.maskAt(d, g)));
+        addWeighed(localization(image, *v.gts[g], det, loose_overlap, v.boxAt(d, g), v.maskAt(d, g)), g);
         continue;
       }
       if (best_any >= opt_.match_iou) continue;  // another class's annotation: wrong_class's
@@ -382,10 +425,11 @@ class Finder {
         Suggestion s;
         s.category_id = det.category_id;
         s.bbox = gt.bbox;
-        add(out, {image, gt.id, MistakeKind::kWrongClass, other * (1 - own), s,
-                  "labelled " + name(gt.category_id) + ", the model sees a " +
-                      name(det.category_id) + " (score " + fixed(other) + "; " +
-                      name(gt.category_id) + " at most " + fixed(own) + ")"});
+        addWeighed({image, gt.id, MistakeKind::kWrongClass, other * (1 - own), s,
+                    "labelled " + name(gt.category_id) + ", the model sees a " +
+                        name(det.category_id) + " (score " + fixed(other) + "; " +
+                        name(gt.category_id) + " at most " + fixed(own) + ")"},
+                   g);
         continue;
       }
       // Spurious only where no confident detection speaks for it.
@@ -397,10 +441,10 @@ class Finder {
         // Matched, perhaps only by an unsure detection: the stronger of the two readings.
         const auto d = static_cast<size_t>(v.gt_match[g]);
         Mistake loose = localization(image, gt, *v.dets[d], v.at(d, g), v.boxAt(d, g), v.maskAt(d, g));
-        add(out, loose.score >= spurious.score ? std::move(loose) : std::move(spurious));
+        addWeighed(loose.score >= spurious.score ? std::move(loose) : std::move(spurious), g);
         continue;
       }
-      add(out, std::move(spurious));
+      addWeighed(std::move(spurious), g);
     }
   }
 
@@ -442,6 +486,7 @@ class Finder {
   std::unordered_map<int64_t, std::vector<const eval::Detection*>> dets_;
   static constexpr double kShapeFrom = 3, kShapeTo = 12;  // in spreads
   static constexpr double kPartDiscount = 0.5;
+  static constexpr double kHiddenWeight = 2;  // visibleWeight: nothing left at half hidden
   static double side(const eval::GroundTruth& g) { return std::sqrt(std::max(0.0, g.bbox[2] * g.bbox[3])); }
   size_t bucket(double s) const { return s < cuts_[0] ? 0 : s < cuts_[1] ? 1 : 2; }
 

@@ -33,6 +33,11 @@
 //    still supported); score = 1 - support.
 //  - duplicate: two annotations of one class overlapping by more than duplicate_iou; the
 //    later (by id) is the one flagged, score = their overlap.
+// A partly hidden object (other annotations' masks over its box, outside its own mask) is
+// where the model most often disagrees with a right label: the visible part of a covered
+// square looks like a triangle, a covered outline is drawn differently, a mostly covered
+// object is missed. wrong_class, localization and spurious scores are multiplied by
+// 1 - 2 x the hidden share of the box (none left at half hidden), and the detail says so.
 // Crowd annotations are never flagged and detections inside one are not missing.
 #pragma once
 

@@ -314,6 +314,60 @@ class MistakeFinderTest : public QObject {
              qPrintable(QString("%1 %2").arg(found.mistakes[0].score).arg(found.mistakes[1].score)));
   }
 
+  // A class disagreement over an object that other annotations partly cover weighs less
+  // (the model's view of a covered object is more often the wrong one), and says why.
+  void aPartlyHiddenObjectWeighsLess() {
+    const auto rect = [](const Box& b) { return mrcnn::dataset::rleFromBbox(b, 200, 200); };
+    mrcnn::review::FinderInput in;
+    in.masks = true;
+    in.image_ids = {1, 2};
+    const auto annotation = [&](int64_t id, int64_t image, int64_t category, const Box& box,
+                                const Rle& mask) {
+      GroundTruth g;
+      g.id = id;
+      g.image_id = image;
+      g.category_id = category;
+      g.bbox = box;
+      g.mask = mask;
+      g.area = static_cast<double>(mrcnn::dataset::area(mask));
+      in.annotations.push_back(g);
+    };
+    const auto detection = [&](int64_t id, int64_t image, int64_t category, const Box& box,
+                               const Rle& mask) {
+      Detection d;
+      d.id = id;
+      d.image_id = image;
+      d.category_id = category;
+      d.bbox = box;
+      d.mask = mask;
+      d.score = 0.9;
+      in.detections.push_back(d);
+    };
+    // Image 1: a square in full view, seen as class 2.
+    annotation(1, 1, 1, {0, 0, 100, 100}, rect({0, 0, 100, 100}));
+    detection(1, 1, 2, {0, 0, 100, 100}, rect({0, 0, 100, 100}));
+    // Image 2: the same square with its lower 30 rows under another object (annotated, and
+    // seen by the model as what it is).
+    annotation(2, 2, 1, {0, 0, 100, 100}, rect({0, 0, 100, 70}));
+    annotation(3, 2, 3, {0, 70, 100, 40}, rect({0, 70, 100, 40}));
+    detection(2, 2, 2, {0, 0, 100, 100}, rect({0, 0, 100, 70}));
+    detection(3, 2, 3, {0, 70, 100, 40}, rect({0, 70, 100, 40}));
+    const auto found = mrcnn::review::findMistakes(in);
+    QCOMPARE(found.mistakes.size(), size_t{2});
+    const Mistake& open = found.mistakes[0];
+    const Mistake& covered = found.mistakes[1];
+    QCOMPARE(open.image_id, int64_t{1});
+    QCOMPARE(covered.image_id, int64_t{2});
+    QCOMPARE(open.kind, MistakeKind::kWrongClass);
+    QCOMPARE(covered.kind, MistakeKind::kWrongClass);
+    // 0.9 x (1 - 0) in view; covered 30%: x (1 - 2 x 0.3).
+    QVERIFY2(std::abs(open.score - 0.9) < 1e-9, qPrintable(QString::number(open.score)));
+    QVERIFY2(std::abs(covered.score - 0.9 * 0.4) < 1e-9, qPrintable(QString::number(covered.score)));
+    QVERIFY2(QString::fromStdString(covered.detail).contains("partly hidden (30% of its box"),
+             covered.detail.c_str());
+    QVERIFY(!QString::fromStdString(open.detail).contains("hidden"));
+  }
+
   // mistakes.json written and read back; a bad file named with its place.
   void mistakesJsonRoundTrips() {
     const mrcnn::dataset::CocoDataset coco = mrcnn::dataset::loadCoco(tinycocoVal().toStdString());
@@ -408,7 +462,7 @@ class MistakeFinderTest : public QObject {
     const QString out = dir.filePath("check");
     const auto run = runProcess(binDir() + "/mrcnn-engine",
                                 {"--task", "label_check", "--annotations", tinycocoVal(), "--results",
-                                 results, "--output-dir", out, "--top", "3"});
+                                 results, "--output-dir", out, "--top", "1"});
     QVERIFY2(run.code == 0, qPrintable(run.err + run.out));
     QVERIFY2(run.out.contains("likely label mistakes"), qPrintable(run.out));
     const mrcnn::review::MistakesFile file = mrcnn::review::readMistakesJson((out + "/mistakes.json").toStdString());
@@ -424,8 +478,9 @@ class MistakeFinderTest : public QObject {
     QVERIFY(events_file.open(QIODevice::ReadOnly));
     const QByteArray events = events_file.readAll();
     QVERIFY2(events.contains("\"type\":\"start\"") && events.contains("\"type\":\"done\""), events.constData());
-    // The printed table lists the first 3 entries, the top one first.
-    QVERIFY2(run.out.contains("the first 3:"), qPrintable(run.out));
+    // The printed table lists as many entries as --top asks for (of the two found).
+    QVERIFY2(run.out.contains("likely label mistakes: 2 ") && run.out.contains("the first 1:"),
+             qPrintable(run.out));
 
     // Results on an image the annotations do not have: named, exit 4, nothing written.
     const QString foreign = mrcnn::testing::writeFile(
