@@ -22,7 +22,7 @@ precision at K (K = how many of that kind were planted; our entries of the match
 cleanlab's matching box scores: missing-overlooked, wrong_class-swap, the rest-badloc).
 
   scripts/bench_label_check.py [--checkpoint CKPT] [--images 300] [--share 0.3] [--seeds 0,1,2]
-                               [--write]
+                               [--reuse] [--write]
 
 Each seed plants into a held-out set of its own (generator seed 7000 + seed) under
 WORK/seed-N; the tables have a column per seed. --write replaces the "### Last result" of
@@ -411,6 +411,11 @@ def doc_block(results, load_before):
         min(r["detections"] for r in results), max(r["detections"] for r in results),
         min(r["ours_s"] for r in results), max(r["ours_s"] for r in results),
         min(r["cleanlab_s"] for r in results), max(r["cleanlab_s"] for r in results))
+    reused = [r["reused"] for r in results if "reused" in r]
+    if reused:
+        stamp = lambda t: time.strftime("%Y-%m-%d %H:%M", time.gmtime(t))
+        head += (" The tools' results of %d seed(s) are those of the runs that ended %s to %s UTC, "
+                 "kept in the work folder (--reuse)." % (len(reused), stamp(min(reused)), stamp(max(reused))))
     cols = " | ".join("seed %d" % s for s in seeds)
     rule = " | ".join("---" for _ in seeds)
     auroc = ["Image AUROC, ours / cleanlab (margin):", "",
@@ -436,6 +441,10 @@ def main():
     ap.add_argument("--seeds", default="0", help="planting seeds, each on a held-out set of its own: 0,1,2,3,4")
     ap.add_argument("--work", default=os.path.join(ROOT, "build", "bench_label_check"))
     ap.add_argument("--build", default=os.environ.get("MRCNN_BUILD_DIR", os.path.join(ROOT, "build")))
+    ap.add_argument("--reuse", action="store_true",
+                    help="take a seed's WORK/seed-N/result.json where there is one made with the same "
+                         "checkpoint after the engine binary was built: the tables again without "
+                         "running the tools")
     ap.add_argument("--write", action="store_true",
                     help='rewrite the "Last result" of docs/BENCHMARKS.md\'s "Label mistakes"')
     args = ap.parse_args()
@@ -446,7 +455,12 @@ def main():
     load_before = load_average()
     results = []
     for seed in [int(s) for s in args.seeds.split(",") if s]:
-        results.append(one_seed(engine, checkpoint, args.work, args, seed))
+        kept = os.path.join(args.work, "seed-%d" % seed, "result.json")
+        if (args.reuse and os.path.exists(kept) and os.path.getmtime(kept) > os.path.getmtime(engine)
+                and json.load(open(kept))["checkpoint"] == checkpoint):
+            results.append(dict(json.load(open(kept)), reused=os.path.getmtime(kept)))
+        else:
+            results.append(one_seed(engine, checkpoint, args.work, args, seed))
         print_seed(results[-1])
     block = doc_block(results, load_before)
     print("\n" + block)
