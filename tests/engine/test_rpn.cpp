@@ -390,6 +390,47 @@ class TestRpn : public QObject {
     QCOMPARE(a[0].positive.scalar_type(), at::kByte);
   }
 
+  // The draw a GPU makes (SamplerOptions::draw_on_device), here on the CPU: the same counts
+  // as torchvision's rule, only elements of the right label, the same elements for the same
+  // key and other ones for another, and every eligible element equally likely.
+  void samplerDrawnOnTheDevice() {
+    at::Tensor labels = torch::zeros({1100});
+    labels.narrow(0, 0, 30).fill_(1.0);
+    labels.narrow(0, 1030, 70).fill_(-1.0);
+    at::Tensor many_pos = torch::ones({500});
+    many_pos.narrow(0, 0, 10).fill_(0.0);
+    model::SamplerOptions options{256, 0.5};
+    options.draw_on_device = true;
+    model::BalancedPositiveNegativeSampler s(options);
+    const auto a = s({labels, many_pos}, {11, 12});
+    const auto b = s({labels, many_pos}, {11, 12});
+    const auto c = s({labels, many_pos}, {13, 12});
+    QCOMPARE(a[0].positive.sum().item<int64_t>(), 30);
+    QCOMPARE(a[0].negative.sum().item<int64_t>(), 226);
+    QVERIFY(torch::equal(a[0].positive.to(at::kBool), labels == 1));
+    QCOMPARE((a[0].negative.to(at::kBool) & (labels != 0)).sum().item<int64_t>(), 0);
+    QCOMPARE(a[1].positive.sum().item<int64_t>(), 128);
+    QCOMPARE(a[1].negative.sum().item<int64_t>(), 10);
+    QCOMPARE((a[1].positive.to(at::kBool) & (many_pos != 1)).sum().item<int64_t>(), 0);
+    QVERIFY(torch::equal(a[0].negative, b[0].negative) && torch::equal(a[1].positive, b[1].positive));
+    QVERIFY(!torch::equal(a[0].negative, c[0].negative));
+    QVERIFY(torch::equal(a[1].positive, c[1].positive));  // image 1's key is the same
+    QCOMPARE(a[0].positive.scalar_type(), at::kByte);
+    // Uniform: over 1000 keys each of the 490 positives is taken 128/490 of the time (binomial
+    // spread 0.014: a bound of 0.07 is 5 spreads), each of the 1000 negatives 226/1000.
+    at::Tensor taken_pos = torch::zeros({500}), taken_neg = torch::zeros({1100});
+    for (uint64_t key = 0; key < 1000; ++key) {
+      const auto d = s({labels, many_pos}, {key, key});
+      taken_neg += d[0].negative.to(at::kFloat);
+      taken_pos += d[1].positive.to(at::kFloat);
+    }
+    const double p_pos = 128.0 / 490, p_neg = 226.0 / 1000;
+    const double worst_pos = (taken_pos.narrow(0, 10, 490) / 1000 - p_pos).abs().max().item<double>();
+    const double worst_neg = (taken_neg.narrow(0, 30, 1000) / 1000 - p_neg).abs().max().item<double>();
+    QVERIFY2(worst_pos < 0.07 && worst_neg < 0.07,
+             qPrintable(QString("largest departures %1, %2").arg(worst_pos).arg(worst_neg)));
+  }
+
   // No ground truth in an image: every anchor a negative, no box loss from it, no crash.
   void trainingWithoutGroundTruth() {
     torch::manual_seed(3);

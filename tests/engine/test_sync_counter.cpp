@@ -15,6 +15,7 @@
 #include <c10/cuda/CUDAFunctions.h>
 #endif
 
+#include "engine/model/sampler.h"
 #include "engine/runtime/sync_counter.h"
 
 namespace {
@@ -112,6 +113,20 @@ class TestSyncCounter : public QObject {
     const SyncCount count = counter.stop();
     QCOMPARE(value, 1000.0);
     QCOMPARE(count.total, size_t{1});
+  }
+
+  // The samplers' draw on a GPU keeps the host out: no sync for a batch of images.
+  void samplerDrawsWithoutASyncOnAGpu() {
+    if (!torch::cuda::is_available()) QSKIP("no CUDA device here: the GPU check runs this");
+    at::Tensor labels = at::zeros({5000}, at::TensorOptions().device(at::kCUDA));
+    labels.narrow(0, 0, 40).fill_(1);
+    mrcnn::model::BalancedPositiveNegativeSampler sampler(mrcnn::model::SamplerOptions{256, 0.25});
+    SyncCounter counter(true);
+    const auto drawn = sampler({labels, labels}, {1, 2});
+    const SyncCount count = counter.stop();
+    QCOMPARE(count.total, size_t{0});
+    QCOMPARE(drawn[0].positive.sum().item<int64_t>(), 40);
+    QCOMPARE(drawn[0].negative.sum().item<int64_t>(), 216);
   }
 };
 
