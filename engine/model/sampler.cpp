@@ -34,7 +34,7 @@ SampledMasks drawOnDevice(const at::Tensor& l, std::optional<at::Generator> gene
 
 // A generator of `device` seeded with `key`.
 at::Generator keyedGenerator(const c10::Device& device, uint64_t key) {
-  at::Generator g = device.is_cpu() ? at::make_generator<at::CPUGeneratorImpl>(key)
+  at::Generator g = device.is_cpu() ? at::make_generator<at::CPUGeneratorImpl>()
                                     : at::globalContext().defaultGenerator(device).clone();
   g.set_current_seed(key);
   return g;

@@ -91,6 +91,32 @@ model::RegionProposalNetwork torchvisionRpn(const Dict& weights) {
                                       head, model::RPNOptions{});
 }
 
+// The sampler tests' two images: 30 positives, 1000 negatives and 70 ignored; 490 positives
+// and 10 negatives.
+struct SamplerLabels {
+  at::Tensor few_pos, many_pos;
+};
+SamplerLabels samplerLabels() {
+  SamplerLabels l{torch::zeros({1100}), torch::ones({500})};
+  l.few_pos.narrow(0, 0, 30).fill_(1.0);
+  l.few_pos.narrow(0, 1030, 70).fill_(-1.0);
+  l.many_pos.narrow(0, 0, 10).fill_(0.0);
+  return l;
+}
+
+// torchvision's counts at 256 an image, half positive at most, and only elements of the
+// right label: few positives: all 30, the rest negatives up to 256; many: 128 and all 10.
+void checkSamplerCounts(const std::vector<model::SampledMasks>& a, const SamplerLabels& l) {
+  QCOMPARE(a[0].positive.sum().item<int64_t>(), 30);
+  QCOMPARE(a[0].negative.sum().item<int64_t>(), 226);
+  QVERIFY(torch::equal(a[0].positive.to(at::kBool), l.few_pos == 1));
+  QCOMPARE((a[0].negative.to(at::kBool) & (l.few_pos != 0)).sum().item<int64_t>(), 0);
+  QCOMPARE(a[1].positive.sum().item<int64_t>(), 128);
+  QCOMPARE(a[1].negative.sum().item<int64_t>(), 10);
+  QCOMPARE((a[1].positive.to(at::kBool) & (l.many_pos != 1)).sum().item<int64_t>(), 0);
+  QCOMPARE(a[0].positive.scalar_type(), at::kByte);
+}
+
 }  // namespace
 
 class TestRpn : public QObject {
@@ -362,65 +388,42 @@ class TestRpn : public QObject {
   }
 
   void samplerCountsAndSeeds() {
-    // 30 positives, 1000 negatives, 70 ignored.
-    at::Tensor labels = torch::zeros({1100});
-    labels.narrow(0, 0, 30).fill_(1.0);
-    labels.narrow(0, 1030, 70).fill_(-1.0);
-    at::Tensor many_pos = torch::ones({500});
-    many_pos.narrow(0, 0, 10).fill_(0.0);
+    const SamplerLabels l = samplerLabels();
     auto sample = [&](uint64_t seed) {
       model::BalancedPositiveNegativeSampler s(model::SamplerOptions{256, 0.5},
                                                at::make_generator<at::CPUGeneratorImpl>(seed));
-      return s({labels, many_pos});
+      return s({l.few_pos, l.many_pos});
     };
     const std::vector<model::SampledMasks> a = sample(1), b = sample(1), c = sample(2);
-    // Few positives: all 30, the rest negatives up to 256.
-    QCOMPARE(a[0].positive.sum().item<int64_t>(), 30);
-    QCOMPARE(a[0].negative.sum().item<int64_t>(), 226);
-    QVERIFY(torch::equal(a[0].positive.to(at::kBool), labels == 1));
-    QCOMPARE((a[0].negative.to(at::kBool) & (labels != 0)).sum().item<int64_t>(), 0);
-    // Many positives: capped at 128; all 10 negatives.
-    QCOMPARE(a[1].positive.sum().item<int64_t>(), 128);
-    QCOMPARE(a[1].negative.sum().item<int64_t>(), 10);
-    QCOMPARE((a[1].positive.to(at::kBool) & (many_pos != 1)).sum().item<int64_t>(), 0);
+    checkSamplerCounts(a, l);
+    if (QTest::currentTestFailed()) return;
     // The same seed draws the same sample; another seed another one.
     QVERIFY(torch::equal(a[0].negative, b[0].negative) &&
             torch::equal(a[1].positive, b[1].positive));
     QVERIFY(!torch::equal(a[0].negative, c[0].negative));
-    QCOMPARE(a[0].positive.scalar_type(), at::kByte);
   }
 
   // The draw a GPU makes (SamplerOptions::draw_on_device), here on the CPU: the same counts
   // as torchvision's rule, only elements of the right label, the same elements for the same
   // key and other ones for another, and every eligible element equally likely.
   void samplerDrawnOnTheDevice() {
-    at::Tensor labels = torch::zeros({1100});
-    labels.narrow(0, 0, 30).fill_(1.0);
-    labels.narrow(0, 1030, 70).fill_(-1.0);
-    at::Tensor many_pos = torch::ones({500});
-    many_pos.narrow(0, 0, 10).fill_(0.0);
+    const SamplerLabels l = samplerLabels();
     model::SamplerOptions options{256, 0.5};
     options.draw_on_device = true;
     model::BalancedPositiveNegativeSampler s(options);
-    const auto a = s({labels, many_pos}, {11, 12});
-    const auto b = s({labels, many_pos}, {11, 12});
-    const auto c = s({labels, many_pos}, {13, 12});
-    QCOMPARE(a[0].positive.sum().item<int64_t>(), 30);
-    QCOMPARE(a[0].negative.sum().item<int64_t>(), 226);
-    QVERIFY(torch::equal(a[0].positive.to(at::kBool), labels == 1));
-    QCOMPARE((a[0].negative.to(at::kBool) & (labels != 0)).sum().item<int64_t>(), 0);
-    QCOMPARE(a[1].positive.sum().item<int64_t>(), 128);
-    QCOMPARE(a[1].negative.sum().item<int64_t>(), 10);
-    QCOMPARE((a[1].positive.to(at::kBool) & (many_pos != 1)).sum().item<int64_t>(), 0);
+    const auto a = s({l.few_pos, l.many_pos}, {11, 12});
+    const auto b = s({l.few_pos, l.many_pos}, {11, 12});
+    const auto c = s({l.few_pos, l.many_pos}, {13, 12});
+    checkSamplerCounts(a, l);
+    if (QTest::currentTestFailed()) return;
     QVERIFY(torch::equal(a[0].negative, b[0].negative) && torch::equal(a[1].positive, b[1].positive));
     QVERIFY(!torch::equal(a[0].negative, c[0].negative));
     QVERIFY(torch::equal(a[1].positive, c[1].positive));  // image 1's key is the same
-    QCOMPARE(a[0].positive.scalar_type(), at::kByte);
     // Uniform: over 1000 keys each of the 490 positives is taken 128/490 of the time (binomial
     // spread 0.014: a bound of 0.07 is 5 spreads), each of the 1000 negatives 226/1000.
     at::Tensor taken_pos = torch::zeros({500}), taken_neg = torch::zeros({1100});
     for (uint64_t key = 0; key < 1000; ++key) {
-      const auto d = s({labels, many_pos}, {key, key});
+      const auto d = s({l.few_pos, l.many_pos}, {key, key});
       taken_neg += d[0].negative.to(at::kFloat);
       taken_pos += d[1].positive.to(at::kFloat);
     }
