@@ -21,7 +21,8 @@ images its 100 crops of 128 x 128 under DIR/crops.
 Part 2, torchvision's R50-FPN on photos (bench_export.py's seeded weights and 640x480
 tinycoco photos): the same export and quantisation, calibrated on the first --cal photos;
 timed per image: torchvision fp32 eager, OpenVINO f32, bf16 where the CPU has it, our int8,
-NNCF's int8, with agreement with OpenVINO f32 (share of its detections matched by one of the
+NNCF's int8 (and both int8 models with their float layers in bf16 where the CPU has it,
+"int8+bf16"), with agreement with OpenVINO f32 (share of its detections matched by one of the
 same category with box IoU >= 0.9).
 
 Timing: OpenVINO's Python API on the float image [3, H, W], every core of the machine
@@ -126,6 +127,19 @@ def evaluate(engine, spec, model, extra):
     raise SystemExit("no eval event from the engine for " + model)
 
 
+def paths_by_row(fp32, ours, nncf):
+    """The rows of a part and their model files. Where the CPU computes bf16 itself (AVX-512
+    BF16, AMX), the float model in bf16 and both int8 models with their float layers in bf16
+    ("int8+bf16", OpenVINO's inference precision bf16), as a user of such a CPU runs them."""
+    rows = [("OpenVINO f32", fp32)]
+    if native_bf16():
+        rows.append(("OpenVINO bf16", fp32))
+    rows += [("ours int8", ours), ("NNCF int8", nncf)]
+    if native_bf16():
+        rows += [("ours int8+bf16", ours), ("NNCF int8+bf16", nncf)]
+    return rows
+
+
 def shapes_part(engine, args):
     if args.tiles:
         # bench_tiling.py's model: its spec, and its 100 validation crops of 128 x 128.
@@ -152,12 +166,11 @@ def shapes_part(engine, args):
     report = export_int8(engine, spec, checkpoint, export, val, args.cal, data)
     nncf = nncf_quantize(os.path.join(export, "model.onnx"),
                          os.path.join(args.out, "shapes_nncf", "model.xml"), cal)
-    models = [("OpenVINO f32", os.path.join(export, "model.onnx"), ["--set", "use_amp=False"])]
-    if native_bf16():
-        models.append(("OpenVINO bf16", os.path.join(export, "model.onnx"),
-                       ["--set", "use_amp=True", "--set", "amp_dtype=bf16"]))
-    models += [("ours int8", os.path.join(export, "model.int8.onnx"), ["--set", "use_amp=False"]),
-               ("NNCF int8", nncf, ["--set", "use_amp=False"])]
+    f32 = ["--set", "use_amp=False"]
+    bf16 = ["--set", "use_amp=True", "--set", "amp_dtype=bf16"]
+    models = [(name, model, bf16 if "bf16" in name else f32)
+              for name, model in paths_by_row(os.path.join(export, "model.onnx"),
+                                              os.path.join(export, "model.int8.onnx"), nncf)]
     paths = images_in(val)
     aps = [evaluate(engine, spec, model,
                     extra + data + checked + ["--set", "data_config.eval_samples=0"])
@@ -190,11 +203,9 @@ def r50_part(engine, args):
     nncf = nncf_quantize(os.path.join(export, "model.onnx"),
                          os.path.join(work, "nncf", "model.xml"), paths[:args.cal])
     timed_paths = paths[:args.photos]
-    models = [("OpenVINO f32", os.path.join(export, "model.onnx"), False)]
-    if native_bf16():
-        models.append(("OpenVINO bf16", os.path.join(export, "model.onnx"), True))
-    models += [("ours int8", os.path.join(export, "model.int8.onnx"), False),
-               ("NNCF int8", nncf, False)]
+    models = [(name, model, "bf16" in name)
+              for name, model in paths_by_row(os.path.join(export, "model.onnx"),
+                                              os.path.join(export, "model.int8.onnx"), nncf)]
     runners = {"torchvision": torchvision_runner(weights, False)}
     runners.update({name: openvino_runner(model, bf16)[0] for name, model, bf16 in models})
     timings = timed_together(runners, timed_paths, 1, args.iters)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Throughput mode against latency mode: the engine's inference task on a folder of photos,
 one image at a time on every core (the default) and with --streams N: OpenVINO f32 and int8,
-LibTorch fp32.
+LibTorch fp32; where the CPU computes bf16 itself, also int8 with its float layers in bf16.
 
     .venv/bin/python scripts/bench_streams.py [--photos 16] [--streams 2,4] [--iters 2]
         [--out DIR] [--write]
@@ -32,7 +32,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from bench_doc import (find_program, load_average, machine_line,  # noqa: E402
+from bench_doc import (find_program, load_average, machine_line, native_bf16,  # noqa: E402
                        replace_machine_subsection)
 from bench_export import prepare  # noqa: E402
 from bench_int8 import R50_SPEC, export_int8  # noqa: E402
@@ -84,6 +84,13 @@ def main():
          ["--backend", "openvino", "--onnx", os.path.join(export, "model.int8.onnx")]),
         ("LibTorch fp32", ["--checkpoint", weights]),
     ]
+    if native_bf16():
+        # Where the CPU computes bf16 itself: the int8 model's float layers in bf16, as a user
+        # of such a CPU runs it (the later --set wins over the use_amp=False before it).
+        backends.insert(2, ("OpenVINO int8+bf16",
+                            ["--backend", "openvino", "--onnx",
+                             os.path.join(export, "model.int8.onnx"), "--set", "use_amp=True",
+                             "--set", "amp_dtype=bf16"]))
     for name, backend in backends:
         latency = None
         for streams in counts:

@@ -56,6 +56,7 @@ class OpenVinoBackend final : public InferenceBackend {
       throw std::runtime_error(o.onnx.string() + ": no such file (an ONNX model is needed)");
     if (!std::filesystem::is_regular_file(o.onnx, ec))
       throw std::runtime_error(o.onnx.string() + ": not a file (an ONNX model is needed)");
+    bool got_bf16 = false;
     try {
       const std::shared_ptr<ov::Model> model = core_.read_model(o.onnx.string());
       for (const auto& output : model->outputs())
@@ -73,15 +74,14 @@ class OpenVinoBackend final : public InferenceBackend {
       compiled_ = core_.compile_model(model, "CPU", config);
       for (int i = 0; i < streams; ++i)
         requests_.push_back(compiled_.create_infer_request());
-      precision_ = compiled_.get_property(ov::hint::inference_precision) == ov::element::bf16
-                       ? "bf16"
-                       : "f32";
+      got_bf16 = compiled_.get_property(ov::hint::inference_precision) == ov::element::bf16;
+      precision_ = got_bf16 ? "bf16" : "f32";
       if (int8) precision_ = "int8+" + precision_;
       cpu_ = core_.get_property("CPU", ov::device::full_name);
     } catch (const std::exception& e) {
       throw std::runtime_error(o.onnx.string() + ": OpenVINO cannot run it: " + e.what());
     }
-    if (o.bf16 && precision_ != "bf16") note_ = " (bf16 asked; this CPU has no bf16: f32)";
+    if (o.bf16 && !got_bf16) note_ = " (bf16 asked; this CPU has no bf16: f32)";
     if (requests_.size() > 1) {
       note_ += ", throughput mode: " + std::to_string(requests_.size()) + " streams";
     }
