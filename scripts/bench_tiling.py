@@ -57,8 +57,8 @@ from PIL import Image, ImageDraw
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from bench_doc import (find_program, load_average, machine_line, out_of_date,  # noqa: E402
-                       replace_machine_subsection, venv_python)
+from bench_doc import (find_program, load_average, machine_line, native_bf16,  # noqa: E402
+                       out_of_date, replace_machine_subsection, venv_python)
 
 SPEC = os.path.join(ROOT, "scripts", "bench_specs", "tiles_resnet18.txt")
 SECTION = "## Tiled inference vs SAHI"
@@ -446,7 +446,10 @@ def main():
     crops_dir = data["val"][0]
     crops = sorted(os.path.join(crops_dir, f) for f in os.listdir(crops_dir))
 
-    cpu = ["--set", "device=cpu"]
+    # fp32 unless a row says bf16: the spec asks for bf16 autocast, which the engine takes
+    # where the CPU computes bf16 itself and falls back from to fp32 elsewhere.
+    cpu = ["--set", "device=cpu", "--set", "use_amp=False"]
+    bf16 = ["--set", "use_amp=True", "--set", "amp_dtype=bf16"]
     os.environ["OMP_NUM_THREADS"] = str(args.threads)
     tiled = ["--tile", str(args.tile), "--tile-overlap", str(args.overlap)]
     rows = []
@@ -466,6 +469,13 @@ def main():
     backends = [("LibTorch fp32", [], ("nmm", "nms")),
                 ("OpenVINO f32", ["--backend", "openvino", "--onnx", onnx], ("nmm",)),
                 ("OpenVINO int8", ["--backend", "openvino", "--onnx", onnx_int8], ("nmm",))]
+    if native_bf16():
+        # Where the CPU computes bf16 itself, as its users run the model: bf16 autocast, and
+        # OpenVINO's float layers in bf16 (the int8 model's too: "int8+bf16").
+        backends += [("LibTorch bf16", bf16, ("nmm",)),
+                     ("OpenVINO bf16", ["--backend", "openvino", "--onnx", onnx] + bf16, ("nmm",)),
+                     ("OpenVINO int8+bf16", ["--backend", "openvino", "--onnx", onnx_int8] + bf16,
+                      ("nmm",))]
     for backend, flags, merges in backends:
         for merge in merges:
             found, seconds, _ = ours(engine, checkpoint, data, large_dir,

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numeric>
 #include <stdexcept>
@@ -32,9 +33,27 @@ struct Candidate {
   at::Tensor mask;  // uint8 [h, w] at (mask_x, mask_y), or undefined
   int mask_x = 0, mask_y = 0;
   size_t tile = 0;  // which of the tiles found it
+  // The sides of its box (x0, y0, x1, y1) that reach a border of its tile inside the image:
+  // there the tile saw part of the object, and other tiles' views of it may add the rest.
+  std::array<bool, 4> cut{};
+  bool isCut() const { return cut[0] || cut[1] || cut[2] || cut[3]; }
 };
 
-std::vector<Candidate> candidatesOf(const TileDetections& t, size_t tile) {
+// How near (pixels) a box's side must come to a tile's inner border to count as cut there: a
+// model's box of an object cut by the border ends within a pixel or two of it.
+constexpr float kCutMargin = 3.0f;
+
+std::array<bool, 4> cutByItsTile(const std::array<float, 4>& box, const Tile& tile, int height,
+                                 int width) {
+  const float x0 = static_cast<float>(tile.x), y0 = static_cast<float>(tile.y);
+  const float x1 = x0 + static_cast<float>(tile.width), y1 = y0 + static_cast<float>(tile.height);
+  return {tile.x > 0 && box[0] <= x0 + kCutMargin, tile.y > 0 && box[1] <= y0 + kCutMargin,
+          tile.x + tile.width < width && box[2] >= x1 - kCutMargin,
+          tile.y + tile.height < height && box[3] >= y1 - kCutMargin};
+}
+
+std::vector<Candidate> candidatesOf(const TileDetections& t, size_t tile, int height,
+                                    int width) {
   std::vector<Candidate> out;
   const model::ImageDetections& d = t.detections;
   if (!d.boxes.defined() || d.boxes.size(0) == 0) return out;
@@ -50,6 +69,7 @@ std::vector<Candidate> candidatesOf(const TileDetections& t, size_t tile) {
              b[4 * k + 3] + static_cast<float>(t.tile.y)};
     c.score = scores.data_ptr<float>()[k];
     c.label = labels.data_ptr<int64_t>()[k];
+    c.cut = cutByItsTile(c.box, t.tile, height, width);
     if (d.masks.defined()) {
       // The mask's pixels inside the tile under the box (pasting can spill a pixel past it:
       // the crop takes one more on each side).
@@ -111,6 +131,23 @@ void mergeMask(Candidate& into, const Candidate& from) {
   into.mask = grown;
   into.mask_x = x0;
   into.mask_y = y0;
+}
+
+// The mask's pixels outside the box (and the pixel of pasting spill beside it) cleared: a
+// merged view adds the part of the object beyond a cut side, not what lies past the others.
+void clipMaskToBox(Candidate& c) {
+  if (!c.mask.defined()) return;
+  const int64_t h = c.mask.size(0), w = c.mask.size(1);
+  const auto local = [](float v, int origin, int64_t size) {
+    return std::clamp<int64_t>(static_cast<int64_t>(v) - origin, 0, size);
+  };
+  const int64_t x0 = local(std::floor(c.box[0]) - 1, c.mask_x, w);
+  const int64_t y0 = local(std::floor(c.box[1]) - 1, c.mask_y, h);
+  const int64_t x1 = std::max(x0, local(std::ceil(c.box[2]) + 1, c.mask_x, w));
+  const int64_t y1 = std::max(y0, local(std::ceil(c.box[3]) + 1, c.mask_y, h));
+  at::Tensor kept = at::zeros_like(c.mask);
+  kept.slice(0, y0, y1).slice(1, x0, x1).copy_(c.mask.slice(0, y0, y1).slice(1, x0, x1));
+  c.mask = kept;
 }
 
 // The kept detections' masks as crops of one size (the largest crop's, each placed to hold
@@ -186,7 +223,7 @@ model::ImageDetections mergeTiles(const std::vector<TileDetections>& tiles, int 
   bool with_masks = false;
   for (size_t i = 0; i < tiles.size(); ++i) {
     with_masks = with_masks || tiles[i].detections.masks.defined();
-    for (Candidate& c : candidatesOf(tiles[i], i))
+    for (Candidate& c : candidatesOf(tiles[i], i, height, width))
       all.push_back(std::move(c));
   }
   std::vector<size_t> order(all.size());
@@ -201,21 +238,27 @@ model::ImageDetections mergeTiles(const std::vector<TileDetections>& tiles, int 
     const size_t a = order[i];
     if (gone[a]) continue;
     Candidate merged = all[a];
+    bool grown = false;
     for (size_t j = i + 1; j < order.size(); ++j) {
       const size_t b = order[j];
       if (gone[b] || all[b].label != all[a].label || all[b].tile == all[a].tile) continue;
       if (match(all[a].box, all[b].box, o.merge) <= o.match_threshold) continue;
       gone[b] = true;
-      if (o.merge == TileMerge::kNmm) {
-        for (int k : {0, 1})
-          merged.box[static_cast<size_t>(k)] =
-              std::min(merged.box[static_cast<size_t>(k)], all[b].box[static_cast<size_t>(k)]);
-        for (int k : {2, 3})
-          merged.box[static_cast<size_t>(k)] =
-              std::max(merged.box[static_cast<size_t>(k)], all[b].box[static_cast<size_t>(k)]);
+      // Only a view that is itself cut grows, and only past its cut sides: a tile that saw
+      // the whole object (or that side of it) has it already, and another tile's matching
+      // detection there (a larger false box around it, say) is a duplicate, dropped as nms
+      // drops it.
+      if (o.merge == TileMerge::kNmm && all[a].isCut()) {
+        for (size_t k = 0; k < 4; ++k) {
+          if (!all[a].cut[k]) continue;
+          merged.box[k] = k < 2 ? std::min(merged.box[k], all[b].box[k])
+                                : std::max(merged.box[k], all[b].box[k]);
+        }
         mergeMask(merged, all[b]);
+        grown = true;
       }
     }
+    if (grown) clipMaskToBox(merged);
     kept.push_back(std::move(merged));
   }
 

@@ -152,6 +152,53 @@ class TilingTest : public QObject {
     QCOMPARE(tiled->detect({image}).front().boxes.size(0), int64_t{2});
   }
 
+  // A tile that saw an object whole keeps its box: another tile's larger, lower-scored box
+  // around it (a false detection at an intersection over the smaller box of 1) is dropped,
+  // not merged into it; an object cut by its tile still grows by the other tile's view, past
+  // the cut side only.
+  void aWholeViewIsNotGrownByAnotherTilesBox() {
+    const int height = 700, width = 1000;
+    const Tile left{0, 0, 512, 512}, right{410, 0, 512, 512};
+    auto detections = [](std::vector<std::array<float, 4>> boxes, std::vector<float> scores) {
+      mrcnn::model::ImageDetections d;
+      const auto n = static_cast<int64_t>(boxes.size());
+      d.boxes = at::empty({n, 4}, at::kFloat);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t k = 0; k < 4; ++k)
+          d.boxes[i][k] = boxes[static_cast<size_t>(i)][static_cast<size_t>(k)];
+      d.scores = at::tensor(scores, at::kFloat);
+      d.labels = at::ones({n}, at::kLong);
+      return d;
+    };
+    // In the left tile's coordinates (its origin is the image's) and the right tile's
+    // (x from 410): the object at x 440-470 lies inside both tiles, away from their borders.
+    const std::vector<TileDetections> whole = {
+        {left, detections({{440, 100, 470, 130}}, {0.9f})},
+        {right, detections({{420 - 410, 60, 600 - 410, 200}}, {0.3f})}};
+    const mrcnn::model::ImageDetections kept = mergeTiles(whole, height, width, tiles(512, 0.2));
+    QCOMPARE(kept.boxes.size(0), int64_t{1});
+    QVERIFY(at::equal(kept.boxes[0], at::tensor({440.0f, 100.0f, 470.0f, 130.0f})));
+
+    // The same object cut by the left tile's right border (x 500-512 seen there), whole in
+    // the right tile at a lower score: the union, the object's whole box.
+    const std::vector<TileDetections> cut = {
+        {left, detections({{500, 100, 512, 130}}, {0.9f})},
+        {right, detections({{500 - 410, 100, 540 - 410, 130}}, {0.5f})}};
+    const mrcnn::model::ImageDetections grown = mergeTiles(cut, height, width, tiles(512, 0.2));
+    QCOMPARE(grown.boxes.size(0), int64_t{1});
+    QVERIFY(at::equal(grown.boxes[0], at::tensor({500.0f, 100.0f, 540.0f, 130.0f})));
+    QCOMPARE(grown.scores[0].item<float>(), 0.9f);
+
+    // A cut view grows past its cut side only: a larger box from the other tile adds what lies
+    // beyond the left tile's right border, not what lies above, below or left of the piece.
+    const std::vector<TileDetections> wider = {
+        {left, detections({{500, 100, 512, 130}}, {0.9f})},
+        {right, detections({{480 - 410, 60, 560 - 410, 200}}, {0.3f})}};
+    const mrcnn::model::ImageDetections sided = mergeTiles(wider, height, width, tiles(512, 0.2));
+    QCOMPARE(sided.boxes.size(0), int64_t{1});
+    QVERIFY(at::equal(sided.boxes[0], at::tensor({500.0f, 100.0f, 560.0f, 130.0f})));
+  }
+
   // An image no larger than a tile is not tiled: the inner backend's own result.
   void aTileLargerThanTheImageRunsItWhole() {
     cv::Mat image(300, 400, CV_8UC3, cv::Scalar(0, 0, 0));
