@@ -58,6 +58,12 @@ def cpu_flags():
     return set()
 
 
+# The engine's flags for bf16 (autocast in LibTorch, OpenVINO's inference precision, an int8
+# model's float layers), and for float32 whatever the spec asks.
+BF16_FLAGS = ["--set", "use_amp=True", "--set", "amp_dtype=bf16"]
+FP32_FLAGS = ["--set", "use_amp=False"]
+
+
 def native_bf16():
     """Whether the CPU computes bfloat16 itself (AVX-512 BF16 or AMX). Without, oneDNN emulates
     it through float conversions and a bf16 row times the emulation: minutes an image."""

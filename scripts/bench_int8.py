@@ -47,7 +47,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from bench_doc import (find_program, load_average, native_bf16, out_of_date,  # noqa: E402
+from bench_doc import (BF16_FLAGS, FP32_FLAGS, find_program, load_average,  # noqa: E402
+                       native_bf16, out_of_date,
                        machine_line, replace_machine_subsection, venv_python)
 from bench_export import (agreement, openvino_runner, prepare, timed_together,  # noqa: E402
                          torchvision_runner)
@@ -166,9 +167,7 @@ def shapes_part(engine, args):
     report = export_int8(engine, spec, checkpoint, export, val, args.cal, data)
     nncf = nncf_quantize(os.path.join(export, "model.onnx"),
                          os.path.join(args.out, "shapes_nncf", "model.xml"), cal)
-    f32 = ["--set", "use_amp=False"]
-    bf16 = ["--set", "use_amp=True", "--set", "amp_dtype=bf16"]
-    models = [(name, model, bf16 if "bf16" in name else f32)
+    models = [(name, model, BF16_FLAGS if "bf16" in name else FP32_FLAGS)
               for name, model in paths_by_row(os.path.join(export, "model.onnx"),
                                               os.path.join(export, "model.int8.onnx"), nncf)]
     paths = images_in(val)

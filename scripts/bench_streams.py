@@ -32,7 +32,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from bench_doc import (find_program, load_average, machine_line, native_bf16,  # noqa: E402
+from bench_doc import (BF16_FLAGS, FP32_FLAGS, find_program, load_average,  # noqa: E402
+                       machine_line, native_bf16,
                        replace_machine_subsection)
 from bench_export import prepare  # noqa: E402
 from bench_int8 import R50_SPEC, export_int8  # noqa: E402
@@ -42,7 +43,7 @@ SECTION = "## Throughput mode (--streams)"
 
 def images_per_second(engine, backend, photos, streams, out):
     cmd = [engine, "--spec", R50_SPEC, "--task", "inference", "--images", photos, "--out", out,
-           "--set", "device=cpu", "--set", "use_amp=False"] + backend
+           "--set", "device=cpu"] + FP32_FLAGS + backend
     if streams > 1:
         cmd += ["--streams", str(streams)]
     done = subprocess.run(cmd, check=True, capture_output=True, text=True)
@@ -89,8 +90,7 @@ def main():
         # of such a CPU runs it (the later --set wins over the use_amp=False before it).
         backends.insert(2, ("OpenVINO int8+bf16",
                             ["--backend", "openvino", "--onnx",
-                             os.path.join(export, "model.int8.onnx"), "--set", "use_amp=True",
-                             "--set", "amp_dtype=bf16"]))
+                             os.path.join(export, "model.int8.onnx")] + BF16_FLAGS))
     for name, backend in backends:
         latency = None
         for streams in counts:

@@ -57,7 +57,8 @@ from PIL import Image, ImageDraw
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from bench_doc import (find_program, load_average, machine_line, native_bf16,  # noqa: E402
+from bench_doc import (BF16_FLAGS, FP32_FLAGS, find_program, load_average,  # noqa: E402
+                       machine_line, native_bf16,
                        out_of_date, replace_machine_subsection, venv_python)
 
 SPEC = os.path.join(ROOT, "scripts", "bench_specs", "tiles_resnet18.txt")
@@ -448,8 +449,8 @@ def main():
 
     # fp32 unless a row says bf16: the spec asks for bf16 autocast, which the engine takes
     # where the CPU computes bf16 itself and falls back from to fp32 elsewhere.
-    cpu = ["--set", "device=cpu", "--set", "use_amp=False"]
-    bf16 = ["--set", "use_amp=True", "--set", "amp_dtype=bf16"]
+    cpu = ["--set", "device=cpu"] + FP32_FLAGS
+    bf16 = BF16_FLAGS
     os.environ["OMP_NUM_THREADS"] = str(args.threads)
     tiled = ["--tile", str(args.tile), "--tile-overlap", str(args.overlap)]
     rows = []

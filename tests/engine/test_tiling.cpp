@@ -157,44 +157,44 @@ class TilingTest : public QObject {
   // not merged into it; an object cut by its tile still grows by the other tile's view, past
   // the cut side only.
   void aWholeViewIsNotGrownByAnotherTilesBox() {
-    const int height = 700, width = 1000;
+    // One detection in the left tile (its origin the image's) and one in the right tile
+    // (boxes given in the image's pixels here, moved into the tile's), merged: the one box
+    // that comes out, and its score.
     const Tile left{0, 0, 512, 512}, right{410, 0, 512, 512};
-    auto detections = [](std::vector<std::array<float, 4>> boxes, std::vector<float> scores) {
-      mrcnn::model::ImageDetections d;
-      const auto n = static_cast<int64_t>(boxes.size());
-      d.boxes = at::empty({n, 4}, at::kFloat);
-      for (int64_t i = 0; i < n; ++i)
-        for (int64_t k = 0; k < 4; ++k)
-          d.boxes[i][k] = boxes[static_cast<size_t>(i)][static_cast<size_t>(k)];
-      d.scores = at::tensor(scores, at::kFloat);
-      d.labels = at::ones({n}, at::kLong);
-      return d;
+    auto merge = [&](std::array<float, 4> in_left, float left_score, std::array<float, 4> in_right,
+                     float right_score) {
+      auto one = [](std::array<float, 4> box, float score) {
+        mrcnn::model::ImageDetections d;
+        d.boxes = at::tensor(std::vector<float>(box.begin(), box.end()), at::kFloat).view({1, 4});
+        d.scores = at::tensor({score}, at::kFloat);
+        d.labels = at::ones({1}, at::kLong);
+        return d;
+      };
+      in_right[0] -= 410;
+      in_right[2] -= 410;
+      const mrcnn::model::ImageDetections out =
+          mergeTiles({{left, one(in_left, left_score)}, {right, one(in_right, right_score)}}, 700,
+                     1000, tiles(512, 0.2));
+      return out;
     };
-    // In the left tile's coordinates (its origin is the image's) and the right tile's
-    // (x from 410): the object at x 440-470 lies inside both tiles, away from their borders.
-    const std::vector<TileDetections> whole = {
-        {left, detections({{440, 100, 470, 130}}, {0.9f})},
-        {right, detections({{420 - 410, 60, 600 - 410, 200}}, {0.3f})}};
-    const mrcnn::model::ImageDetections kept = mergeTiles(whole, height, width, tiles(512, 0.2));
+    // The object at x 440-470 lies inside both tiles, away from their borders.
+    const mrcnn::model::ImageDetections kept =
+        merge({440, 100, 470, 130}, 0.9f, {420, 60, 600, 200}, 0.3f);
     QCOMPARE(kept.boxes.size(0), int64_t{1});
     QVERIFY(at::equal(kept.boxes[0], at::tensor({440.0f, 100.0f, 470.0f, 130.0f})));
 
     // The same object cut by the left tile's right border (x 500-512 seen there), whole in
     // the right tile at a lower score: the union, the object's whole box.
-    const std::vector<TileDetections> cut = {
-        {left, detections({{500, 100, 512, 130}}, {0.9f})},
-        {right, detections({{500 - 410, 100, 540 - 410, 130}}, {0.5f})}};
-    const mrcnn::model::ImageDetections grown = mergeTiles(cut, height, width, tiles(512, 0.2));
+    const mrcnn::model::ImageDetections grown =
+        merge({500, 100, 512, 130}, 0.9f, {500, 100, 540, 130}, 0.5f);
     QCOMPARE(grown.boxes.size(0), int64_t{1});
     QVERIFY(at::equal(grown.boxes[0], at::tensor({500.0f, 100.0f, 540.0f, 130.0f})));
     QCOMPARE(grown.scores[0].item<float>(), 0.9f);
 
     // A cut view grows past its cut side only: a larger box from the other tile adds what lies
     // beyond the left tile's right border, not what lies above, below or left of the piece.
-    const std::vector<TileDetections> wider = {
-        {left, detections({{500, 100, 512, 130}}, {0.9f})},
-        {right, detections({{480 - 410, 60, 560 - 410, 200}}, {0.3f})}};
-    const mrcnn::model::ImageDetections sided = mergeTiles(wider, height, width, tiles(512, 0.2));
+    const mrcnn::model::ImageDetections sided =
+        merge({500, 100, 512, 130}, 0.9f, {480, 60, 560, 200}, 0.3f);
     QCOMPARE(sided.boxes.size(0), int64_t{1});
     QVERIFY(at::equal(sided.boxes[0], at::tensor({500.0f, 100.0f, 560.0f, 130.0f})));
   }
@@ -225,7 +225,11 @@ class TilingTest : public QObject {
     QCOMPARE(seen->images_seen, 7);
     QCOMPARE(d.boxes.size(0), int64_t{1});
     QCOMPARE(mrcnn::model::wholeImageMask(d, 0).sum().item<int64_t>(), int64_t{401 * 201});
-    QCOMPARE(mrcnn::model::wholeImageMask(d, 0).slice(0, 100, 301).slice(1, 300, 701).sum().item<int64_t>(),
+    QCOMPARE(mrcnn::model::wholeImageMask(d, 0)
+                 .slice(0, 100, 301)
+                 .slice(1, 300, 701)
+                 .sum()
+                 .item<int64_t>(),
              int64_t{401 * 201});
   }
 
@@ -313,7 +317,8 @@ class TilingTest : public QObject {
       const size_t k = static_cast<size_t>(kept[static_cast<size_t>(i)]);
       QVERIFY2(*from_crops[static_cast<size_t>(i)].mask == *found[k].mask,
                qPrintable("mask " + QString::number(k) + " encoded differently from its crop"));
-      QVERIFY(at::equal(mrcnn::model::wholeImageMask(cropped, i), d.masks[static_cast<int64_t>(k)]));
+      QVERIFY(
+          at::equal(mrcnn::model::wholeImageMask(cropped, i), d.masks[static_cast<int64_t>(k)]));
     }
   }
 
