@@ -14,7 +14,9 @@
 //    object is more often the model seeing a part of it than an object nobody labelled).
 //  - wrong_class: an annotation under a confident detection of another class (overlap >=
 //    match_iou) scoring above every detection of its own class there.
-//    score = other class's confidence x (1 - own class's best confidence there).
+//    score = other class's confidence x (1 - own class's best confidence there), as odds
+//    times the odds of the outline's vote (label_geometry.h: how much more the annotation's
+//    outline looks like the other class's annotations than its own's, held to 0.05..0.95).
 //  - localization: an annotation whose detection of its class draws it differently from how
 //    the model usually agrees with annotations: matched with a box IoU or mask IoU far below
 //    the median of the data's confident matches of objects of its size (the thirds of the
