@@ -25,7 +25,7 @@ LabelGeometry::LabelGeometry(const std::vector<eval::GroundTruth>& annotations, 
     : masks_(masks) {
   std::map<int64_t, std::array<std::vector<double>, kMeasures>> values;
   for (const eval::GroundTruth& g : annotations) {
-    if (g.iscrowd) continue;
+    if (g.iscrowd || cutByTheBorder(g)) continue;
     const auto m = measures(g);
     for (size_t k = 0; k < kMeasures; ++k)
       if (std::isfinite(m[k])) values[g.category_id][k].push_back(m[k]);
@@ -56,9 +56,17 @@ std::array<double, LabelGeometry::kMeasures> LabelGeometry::measures(const eval:
   return {std::log(w / h), fill, 0.5 * std::log(w * h)};
 }
 
+bool LabelGeometry::cutByTheBorder(const eval::GroundTruth& g) {
+  if (g.mask.h == 0 || g.mask.w == 0) return false;  // no image size known
+  constexpr double kEdge = 0.5;
+  const auto& b = g.bbox;
+  return b[0] <= kEdge || b[1] <= kEdge || b[0] + b[2] >= static_cast<double>(g.mask.w) - kEdge ||
+         b[1] + b[3] >= static_cast<double>(g.mask.h) - kEdge;
+}
+
 double LabelGeometry::vote(const eval::GroundTruth& annotation, int64_t other) const {
   const auto own = usual_.find(annotation.category_id), alt = usual_.find(other);
-  if (own == usual_.end() || alt == usual_.end()) return 0.5;
+  if (own == usual_.end() || alt == usual_.end() || cutByTheBorder(annotation)) return 0.5;
   const auto m = measures(annotation);
   double log_ratio = 0;  // log p(outline | other) - log p(outline | own)
   for (size_t k = 0; k < kMeasures; ++k) {

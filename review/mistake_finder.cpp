@@ -329,7 +329,7 @@ class Finder {
   // half its box is covered), and the detail says so.
   static double visibleWeight(double hidden) { return std::max(0.0, 1 - kHiddenWeight * hidden); }
   static std::string hiddenNote(double hidden) {
-    return hidden >= 0.05 ? "; partly hidden (" + fixed(100 * hidden, 0) + "% of its box under other annotations)"
+    return hidden >= kHiddenNoted ? "; partly hidden (" + fixed(100 * hidden, 0) + "% of its box under other annotations)"
                           : std::string();
   }
 
@@ -517,6 +517,7 @@ class Finder {
   static constexpr double kShapeFrom = 3, kShapeTo = 12;  // in spreads
   static constexpr double kPartDiscount = 0.5;
   static constexpr double kHiddenWeight = 2;  // visibleWeight: nothing left at half hidden
+  static constexpr double kHiddenNoted = 0.05;  // hidden enough to say so
   static double side(const eval::GroundTruth& g) { return std::sqrt(std::max(0.0, g.bbox[2] * g.bbox[3])); }
   size_t bucket(double s) const { return s < cuts_[0] ? 0 : s < cuts_[1] ? 1 : 2; }
 

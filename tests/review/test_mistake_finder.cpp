@@ -290,7 +290,8 @@ class MistakeFinderTest : public QObject {
 
   // A class change keeps the outline the annotator drew: of two annotations labelled square
   // that the model sees as circles (0.8, no square there), the one drawn as a circle ranks
-  // far above the 0.8 and the one drawn as a square far below it, each saying why. The usual
+  // far above the 0.8 and the one drawn as a square far below it, each saying why; one at the
+  // image's border keeps the model's score. The usual
   // outlines come from the set's own annotations (24 squares, 24 circles); a class with fewer
   // than 20 says nothing (the score stays the model's, as in aPartlyHiddenObjectWeighsLess).
   void anOutlineLikeTheOtherClassWeighsIn() {
@@ -299,9 +300,9 @@ class MistakeFinderTest : public QObject {
     in.masks = true;
     in.category_names = {{kSquare, "square"}, {kCircle, "circle"}};
     int64_t next_id = 1;
-    const auto annotate = [&](int64_t image, int64_t category, int side, bool round) {
+    const auto annotate = [&](int64_t image, int64_t category, int side, bool round, int x = 40) {
       cv::Mat m = cv::Mat::zeros(200, 200, CV_8U);
-      const int x = 40, y = 40;
+      const int y = 40;
       if (round)
         cv::circle(m, {x + side / 2, y + side / 2}, side / 2, cv::Scalar(1), cv::FILLED);
       else
@@ -333,16 +334,24 @@ class MistakeFinderTest : public QObject {
     }
     const GroundTruth drawn_round = annotate(1, kSquare, 40, true);
     const GroundTruth drawn_square = annotate(2, kSquare, 40, false);
+    // Drawn round too, but at the image's left border: an outline the border may have cut
+    // says nothing, the model's 0.8 stands.
+    const GroundTruth at_border = annotate(3, kSquare, 40, true, 0);
     detect(drawn_round, kCircle, 0.8);
     detect(drawn_square, kCircle, 0.8);
+    detect(at_border, kCircle, 0.8);
     const auto found = mrcnn::review::findMistakes(in);
-    QCOMPARE(found.mistakes.size(), size_t{2});
+    QCOMPARE(found.mistakes.size(), size_t{3});
     const Mistake& first = found.mistakes[0];
-    const Mistake& second = found.mistakes[1];
+    const Mistake& border = found.mistakes[1];
+    const Mistake& second = found.mistakes[2];
     QCOMPARE(first.annotation_id.value_or(-1), drawn_round.id);
+    QCOMPARE(border.annotation_id.value_or(-1), at_border.id);
     QCOMPARE(second.annotation_id.value_or(-1), drawn_square.id);
     QCOMPARE(first.kind, MistakeKind::kWrongClass);
     QCOMPARE(second.kind, MistakeKind::kWrongClass);
+    QVERIFY2(std::abs(border.score - 0.8) < 1e-9, qPrintable(QString::number(border.score)));
+    QVERIFY2(!QString::fromStdString(border.detail).contains("outline"), border.detail.c_str());
     // Odds 4 (0.8) times at most 19 either way: 0.987 and 0.174 at the vote's limits.
     QVERIFY2(first.score > 0.95 && second.score < 0.3,
              qPrintable(QString("%1 %2").arg(first.score).arg(second.score)));
