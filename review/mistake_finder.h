@@ -7,9 +7,12 @@
 // have masks) mask IoU: a box moved off its object and a polygon coarsened inside its box
 // both lower it. Per image, detections (highest score first) are matched to unmatched
 // annotations of their class as COCO's evaluation matches them (overlap >= match_iou). Then:
-//  - missing: a confident detection left unmatched, not near an unmatched annotation of its
-//    class, overlapping no annotation of any class by match_iou and inside no crowd region.
-//    score = confidence x (1 - the larger of the best overlap with any annotation and half
+//  - missing: a detection left unmatched, confident on its own or with the other classes'
+//    unmatched detections of the same object (a hedging model: each class's best score there
+//    combined as independent chances), not near an unmatched annotation of its class,
+//    overlapping no annotation of any class by match_iou and inside no crowd region (by the
+//    region's box); one entry an object.
+//    score = that confidence x (1 - the larger of the best overlap with any annotation and half
 //    the share of its box inside an annotation's box: a detection inside an annotated
 //    object is more often the model seeing a part of it than an object nobody labelled).
 //  - wrong_class: an annotation under a confident detection of another class (overlap >=

@@ -288,6 +288,45 @@ class MistakeFinderTest : public QObject {
     QVERIFY(near(found.mistakes[0].suggestion->bbox, outside.bbox));
   }
 
+  // A model that hedges between classes on an object nobody labelled: three detections of one
+  // shape, none sure on its own (0.37, 0.32, 0.26), are one missing object at
+  // 1 - 0.63 x 0.68 x 0.74 = 0.683; two sure detections of one shape (0.9 and 0.6, two
+  // classes) are one entry, not two. A lone unsure detection (0.4) is not listed.
+  void aHedgingModelsDetectionsAreOneMissingObject() {
+    mrcnn::review::FinderInput in;
+    in.image_ids = {1};
+    in.category_names = {{1, "square"}, {2, "triangle"}, {3, "star"}};
+    int64_t next_id = 1;
+    const auto detect = [&](int64_t category, const Box& box, double score) {
+      Detection d;
+      d.id = next_id++;
+      d.image_id = 1;
+      d.category_id = category;
+      d.bbox = box;
+      d.score = score;
+      in.detections.push_back(d);
+    };
+    detect(3, {10, 10, 40, 40}, 0.37);
+    detect(2, {11, 10, 40, 41}, 0.32);
+    detect(1, {10, 11, 39, 40}, 0.26);
+    detect(1, {100, 100, 30, 30}, 0.9);
+    detect(2, {101, 100, 30, 31}, 0.6);
+    detect(1, {150, 10, 30, 30}, 0.4);
+    const auto found = mrcnn::review::findMistakes(in);
+    QCOMPARE(found.mistakes.size(), size_t{2});
+    const Mistake& sure = found.mistakes[0];
+    const Mistake& hedged = found.mistakes[1];
+    QCOMPARE(sure.kind, MistakeKind::kMissing);
+    QCOMPARE(hedged.kind, MistakeKind::kMissing);
+    QVERIFY(near(sure.suggestion->bbox, {100, 100, 30, 30}));
+    QCOMPARE(sure.suggestion->category_id, int64_t{1});
+    QVERIFY(near(hedged.suggestion->bbox, {10, 10, 40, 40}));
+    QCOMPARE(hedged.suggestion->category_id, int64_t{3});
+    QVERIFY2(std::abs(sure.score - (1 - 0.1 * 0.4)) < 1e-9, qPrintable(QString::number(sure.score)));
+    QVERIFY2(std::abs(hedged.score - (1 - 0.63 * 0.68 * 0.74)) < 1e-9, qPrintable(QString::number(hedged.score)));
+    QVERIFY2(QString::fromStdString(hedged.detail).contains("something at 0.68"), hedged.detail.c_str());
+  }
+
   // A class change keeps the outline the annotator drew: of two annotations labelled square
   // that the model sees as circles (0.8, no square there), the one drawn as a circle ranks
   // far above the 0.8 and the one drawn as a square far below it, each saying why; one at the
