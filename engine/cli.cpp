@@ -42,7 +42,7 @@ constexpr const char* kModelTaskUsage =
     "       mrcnn-engine --spec SPEC --task export [--checkpoint FILE] [--output-dir DIR]\n"
     "                    [--opset 16|17] [--gen-ds-config] [--images FILE_OR_DIR]\n"
     "                    [--data_type fp32|int8] [--cal_image_dir DIR] [--batches N]\n"
-    "                    [--cal_cache_file FILE] [--cal_range percentile|minmax]\n"
+    "                    [--cal_cache_file FILE] [--cal_range auto|percentile|minmax]\n"
     "                    [--cal_percentile P]\n"
     "                    (model.onnx, model.pth, labels.txt, export_report.json into a new\n"
     "                    folder, default RUN_DIR/export/<checkpoint>; parity checked with\n"
@@ -184,8 +184,8 @@ std::optional<ExportOptions> exportOptions(const std::map<std::string, std::stri
   }
   if (has("--cal_range")) {
     ex.cal_range = get("--cal_range");
-    if (ex.cal_range != "percentile" && ex.cal_range != "minmax") {
-      err << "mrcnn-engine: --cal_range " << ex.cal_range << ": use percentile or minmax\n";
+    if (ex.cal_range != "auto" && ex.cal_range != "percentile" && ex.cal_range != "minmax") {
+      err << "mrcnn-engine: --cal_range " << ex.cal_range << ": use auto, percentile or minmax\n";
       return std::nullopt;
     }
   }

@@ -94,6 +94,12 @@ void writeCalibrationCache(const std::filesystem::path& file, const CalibrationC
       j.key("float_ms").value(cache.fully_connected->float_ms);
       j.endObject();
     }
+    if (cache.range_choice) {
+      j.key("range_choice").beginObject();
+      j.key("range").value(cache.range_choice->range);
+      j.key("why").value(cache.range_choice->why);
+      j.endObject();
+    }
     j.key("activations").beginObject();
     for (const auto& [name, r] : cache.ranges) {
       j.key(name).beginObject();
@@ -146,6 +152,17 @@ CalibrationCache readCalibrationCache(const std::filesystem::path& file) {
                                   "float_ms above 0)");
     }
     cache.fully_connected = t;
+  }
+  if (simdjson::dom::object choice; doc["range_choice"].get(choice) == simdjson::SUCCESS) {
+    std::string_view range, why;
+    if (choice["range"].get(range) != simdjson::SUCCESS ||
+        (range != "percentile" && range != "minmax") ||
+        choice["why"].get(why) != simdjson::SUCCESS) {
+      throw CalibrationCacheError(where +
+                                  "\"range_choice\": not a choice (range \"percentile\" or "
+                                  "\"minmax\", why)");
+    }
+    cache.range_choice = CalibrationCache::RangeDecision{std::string(range), std::string(why)};
   }
   simdjson::dom::object activations;
   if (doc["activations"].get(activations) != simdjson::SUCCESS)

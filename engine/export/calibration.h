@@ -52,6 +52,13 @@ struct CalibrationCache {
   // Kept with the ranges so that a reused cache builds the same model; absent in a cache
   // written before the export timed them.
   std::optional<LayerTiming> fully_connected;
+  // The range the export chose by measuring (--cal_range auto) and what it measured; absent
+  // when the user named the range, or in a cache written before the export chose.
+  struct RangeDecision {
+    std::string range;  // "percentile" or "minmax"
+    std::string why;
+  };
+  std::optional<RangeDecision> range_choice;
 };
 
 // The fp32 model's fingerprint: its graph, without the file's metadata.

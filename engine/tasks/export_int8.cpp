@@ -105,12 +105,29 @@ Int8Result exportInt8(const Int8Request& r, TaskReport& report) {
   out.percentile = cache->percentile;
   out.calibration_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  exporter::Int8Policy policy = r.policy;
+  if (r.choose_range) {
+    const bool measured = !cache->range_choice;
+    if (measured) {
+      try {
+        cache->range_choice = decideRange(r, cache->ranges, policy);
+      } catch (const std::invalid_argument& e) {
+        throw Int8Refused("bad_calibration_cache", out.cache.string() + ": " + e.what());
+      }
+    }
+    const exporter::CalibrationCache::RangeDecision& d = *cache->range_choice;
+    policy.range = d.range == "minmax" ? exporter::RangeChoice::kMinMax
+                                       : exporter::RangeChoice::kPercentile;
+    out.range_why = (measured ? "" : "chosen when the calibration cache was made: ") + d.why;
+    report.log("int8: activation ranges " + std::string(d.range == "minmax" ? "min/max" : "percentile") +
+               " (" + out.range_why + ")");
+  }
+  out.range = policy.range == exporter::RangeChoice::kMinMax ? "minmax" : "percentile";
   try {
-    out.model = exporter::quantizeQdq(r.fp32_bytes, cache->ranges, r.policy);
+    out.model = exporter::quantizeQdq(r.fp32_bytes, cache->ranges, policy);
   } catch (const std::invalid_argument& e) {
     throw Int8Refused("bad_calibration_cache", out.cache.string() + ": " + e.what());
   }
-  exporter::Int8Policy policy = r.policy;
   if (policy.float_after_quantised)
     out.model = decidePairs(r, cache->ranges, std::move(out.model), policy, report);
   out.model = decideFullyConnected(r, cache->ranges, std::move(out.model), policy,

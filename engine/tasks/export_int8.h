@@ -27,6 +27,8 @@ struct Int8Request {
   std::string spec, weights;         // what the model came from, for the cache
   exporter::Int8Policy policy;
   double percentile = 99.99;
+  // --cal_range auto: policy.range is chosen by measuring both (int8_layer_checks.h).
+  bool choose_range = false;
 };
 
 struct Int8Result {
@@ -36,6 +38,8 @@ struct Int8Result {
   int64_t images = 0;  // calibration images measured (or in the reused cache)
   double percentile = 99.99;
   double calibration_seconds = 0;
+  std::string range;      // the activation range the model was built with
+  std::string range_why;  // how it was chosen (empty when the user named it)
 };
 
 // A cache that is not for this model, or nothing to calibrate on: the task refuses

@@ -69,7 +69,9 @@ void writeInt8Json(io::JsonWriter& j, const Int8Result& int8, const ExportOption
   j.key("images").value(int8.images);
   j.key("cache").value(int8.cache.string());
   j.key("reused").value(int8.cache_reused);
-  j.key("range").value(options.cal_range);
+  j.key("range").value(int8.range);
+  j.key("range_asked").value(options.cal_range);
+  if (!int8.range_why.empty()) j.key("range_why").value(int8.range_why);
   j.key("percentile").value(int8.percentile);
   j.key("seconds").value(int8.calibration_seconds);
   j.endObject();
@@ -283,6 +285,7 @@ int exportModel(const TaskOptions& options, const ExportOptions& ex, const spec:
       request.policy = exporter::defaultInt8Policy();
       request.policy.range = ex.cal_range == "minmax" ? exporter::RangeChoice::kMinMax
                                                       : exporter::RangeChoice::kPercentile;
+      request.choose_range = ex.cal_range == "auto";
       request.percentile = ex.cal_percentile;
       try {
         request.images = calibrationImages(ex, *data);

@@ -23,10 +23,13 @@ namespace fs = std::filesystem;
 constexpr size_t kPairCheckImages = 4;
 // How much lower the agreement with fp32 may be with the pairs in int8 than with them float.
 constexpr double kPairCheckSlack = 0.05;
+// Images the range check runs on (a choice for every layer: more images than the pairs').
+constexpr size_t kRangeCheckImages = 8;
 
-struct PairCheck {
+// fp32's detections that each of two int8 models keeps.
+struct TwoModels {
   int64_t images = 0, reference = 0;
-  int64_t agreed_float = 0, agreed_int8 = 0;  // fp32's detections each int8 model keeps
+  int64_t agreed_first = 0, agreed_second = 0;
   double share(int64_t agreed) const {
     return reference > 0 ? static_cast<double>(agreed) / static_cast<double>(reference) : 0.0;
   }
@@ -51,26 +54,26 @@ model::ImageDetections detectionsOf(std::map<std::string, at::Tensor> out) {
   return d;
 }
 
-// OpenVINO's detections of the fp32 export against those of two int8 models: one with the
-// pair layers float, one with them int8, under the int8 agreement's tolerance (masks aside).
-PairCheck checkPairs(const Int8Request& r, const exporter::Int8Model& pairs_float,
-                     const exporter::Int8Model& pairs_int8) {
-  const io::ScratchFile float_file(r.dir / ".pairs_float.onnx", pairs_float.bytes);
-  const io::ScratchFile int8_file(r.dir / ".pairs_int8.onnx", pairs_int8.bytes);
+// OpenVINO's detections of the fp32 export against those of two int8 models on the first
+// `count` calibration images, under the int8 agreement's tolerance (masks aside).
+TwoModels checkTwo(const Int8Request& r, const exporter::Int8Model& first,
+                   const exporter::Int8Model& second, size_t count) {
+  const io::ScratchFile first_file(r.dir / ".check_first.onnx", first.bytes);
+  const io::ScratchFile second_file(r.dir / ".check_second.onnx", second.bytes);
   const std::vector<std::string> outputs{"boxes", "labels", "scores"};
-  OpenVinoProbe fp32(r.dir / "model.onnx", outputs), without(float_file.path(), outputs),
-      with(int8_file.path(), outputs);
-  PairCheck check;
-  for (const cv::Mat& bgr : firstImages(r, kPairCheckImages)) {
+  OpenVinoProbe fp32(r.dir / "model.onnx", outputs), a(first_file.path(), outputs),
+      b(second_file.path(), outputs);
+  TwoModels check;
+  for (const cv::Mat& bgr : firstImages(r, count)) {
     const model::ImageDetections reference = detectionsOf(fp32.run(bgr));
-    const exporter::ImageParity a =
-        exporter::compareDetections(detectionsOf(without.run(bgr)), reference, kInt8Tolerance);
-    const exporter::ImageParity b =
-        exporter::compareDetections(detectionsOf(with.run(bgr)), reference, kInt8Tolerance);
+    const exporter::ImageParity pa =
+        exporter::compareDetections(detectionsOf(a.run(bgr)), reference, kInt8Tolerance);
+    const exporter::ImageParity pb =
+        exporter::compareDetections(detectionsOf(b.run(bgr)), reference, kInt8Tolerance);
     ++check.images;
-    check.reference += a.reference;
-    check.agreed_float += a.agreed;
-    check.agreed_int8 += b.agreed;
+    check.reference += pa.reference;
+    check.agreed_first += pa.agreed;
+    check.agreed_second += pb.agreed;
   }
   return check;
 }
@@ -109,8 +112,8 @@ exporter::Int8Model decidePairs(const Int8Request& r, const exporter::Activation
     if (!pairs_float.layers[i].quantised && pairs_int8.layers[i].quantised) pairs.push_back(i);
   }
   if (pairs.empty()) return pairs_float;
-  const PairCheck check = checkPairs(r, pairs_float, pairs_int8);
-  const double with = check.share(check.agreed_int8), without = check.share(check.agreed_float);
+  const TwoModels check = checkTwo(r, pairs_float, pairs_int8, kPairCheckImages);
+  const double with = check.share(check.agreed_second), without = check.share(check.agreed_first);
   const bool take = check.reference > 0 && with >= without - kPairCheckSlack;
   const std::string measured =
       check.reference == 0
@@ -132,6 +135,34 @@ exporter::Int8Model decidePairs(const Int8Request& r, const exporter::Activation
   return std::move(chosen);
 }
 
+// Both activation ranges tried: each tensor's min/max, and its percentile range (which clips
+// the rare values beyond it; better where a few outliers would waste the 8 bits, worse where
+// those values carry the detections). Their models' detections are compared with fp32's on
+// the first calibration images, and the one that keeps more of them is taken (the percentile
+// on a tie: the historic default).
+exporter::CalibrationCache::RangeDecision decideRange(const Int8Request& r,
+                                                      const exporter::ActivationRanges& ranges,
+                                                      exporter::Int8Policy policy) {
+  policy.range = exporter::RangeChoice::kPercentile;
+  const exporter::Int8Model percentile = exporter::quantizeQdq(r.fp32_bytes, ranges, policy);
+  policy.range = exporter::RangeChoice::kMinMax;
+  const exporter::Int8Model minmax = exporter::quantizeQdq(r.fp32_bytes, ranges, policy);
+  const TwoModels check = checkTwo(r, percentile, minmax, kRangeCheckImages);
+  const bool take_minmax = check.agreed_second > check.agreed_first;
+  char pct[32];
+  std::snprintf(pct, sizeof pct, "%g", r.percentile);
+  exporter::CalibrationCache::RangeDecision d;
+  d.range = take_minmax ? "minmax" : "percentile";
+  d.why = check.reference == 0
+              ? "the fp32 model detected nothing on the " + std::to_string(check.images) +
+                    " images checked; the percentile range kept"
+              : "of fp32's " + std::to_string(check.reference) + " detections on " +
+                    std::to_string(check.images) + " calibration images, " +
+                    share(check.share(check.agreed_first)) + " agree with the " + pct +
+                    " percentile ranges, " + share(check.share(check.agreed_second)) +
+                    " with min/max";
+  return d;
+}
 
 namespace {
 

@@ -6,7 +6,11 @@
 //   (timed on the first calibration images), as TensorRT's builder times a layer's tactics on
 //   the card it builds for: without VNNI (AVX2) OpenVINO's int8 matrix product plus the
 //   quantisation of its wide input is slower than float, with VNNI or AMX it is faster.
-// Each decision and its numbers go into the layers' reasons and the task's log.
+// - the activation ranges (each tensor's min/max or its percentile range), where the user left
+//   the choice to the export (--cal_range auto): the one whose model keeps more of fp32's
+//   detections on the first calibration images.
+// Each decision and its numbers go into the layers' reasons (or the report's calibration) and
+// the task's log.
 #pragma once
 
 #include <optional>
@@ -26,6 +30,11 @@ exporter::Int8Policy withPairs(exporter::Int8Policy policy);
 exporter::Int8Model decidePairs(const Int8Request& r, const exporter::ActivationRanges& ranges,
                                 exporter::Int8Model chosen, exporter::Int8Policy& policy,
                                 TaskReport& report);
+
+// The range to build the int8 model with, measured (`policy` otherwise as it will be built).
+exporter::CalibrationCache::RangeDecision decideRange(const Int8Request& r,
+                                                      const exporter::ActivationRanges& ranges,
+                                                      exporter::Int8Policy policy);
 
 // `chosen` was built with `policy`; its quantised fully connected layers are timed against a
 // model with them float and the faster kept (int8 unless float is clearly faster). `timing`:

@@ -192,7 +192,7 @@ struct ExportOptions {
   std::filesystem::path cal_image_dir;
   int64_t cal_images = 10;
   std::filesystem::path cal_cache_file;
-  std::string cal_range = "percentile";  // or "minmax"
+  std::string cal_range = "auto";  // "percentile", "minmax", or "auto": the export measures both
   double cal_percentile = 99.99;
 };
 

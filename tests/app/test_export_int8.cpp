@@ -87,6 +87,15 @@ class ExportInt8Test : public QObject {
     const QJsonObject calibration = int8["calibration"].toObject();
     QCOMPARE(calibration["images"].toInt(), 3);
     QVERIFY(!calibration["reused"].toBool(true));
+    // The activation ranges left to the export: both built, their detections compared with
+    // fp32's on the calibration photos, the choice and its numbers reported.
+    QCOMPARE(calibration["range_asked"].toString(), QString("auto"));
+    const QString range = calibration["range"].toString();
+    QVERIFY2(range == "percentile" || range == "minmax", qPrintable(range));
+    QVERIFY2(calibration["range_why"].toString().contains(" detections on 3 calibration images, ") &&
+                 calibration["range_why"].toString().contains(" with min/max"),
+             qPrintable(compact(calibration)));
+    qInfo("range: %s (%s)", qPrintable(range), qPrintable(calibration["range_why"].toString()));
     int quantised = 0, kept = 0;
     for (const QJsonValue& v : int8["layers"].toArray()) {
       const QJsonObject layer = v.toObject();
@@ -181,6 +190,12 @@ class ExportInt8Test : public QObject {
         readJsonObject(out + "/export_report.json")["int8"].toObject()["calibration"].toObject();
     QVERIFY(calibration["reused"].toBool());
     QCOMPARE(calibration["images"].toInt(), 3);
+    // The range chosen when the cache was made, not measured again on these images.
+    const QJsonObject made =
+        readJsonObject(path("tv_int8/export_report.json"))["int8"].toObject()["calibration"].toObject();
+    QCOMPARE(calibration["range"].toString(), made["range"].toString());
+    QVERIFY2(calibration["range_why"].toString().startsWith("chosen when the calibration cache was made: "),
+             qPrintable(compact(calibration)));
     const QByteArray first = readBytes(path("tv_int8/model.int8.onnx"));
     QVERIFY(!first.isEmpty());
     QVERIFY2(readBytes(out + "/model.int8.onnx") == first, "another model from the same ranges");
@@ -261,7 +276,8 @@ class ExportInt8Test : public QObject {
     const Run range = engine(
         {"--spec", tvSpec_, "--task", "export", "--data_type", "int8", "--cal_range", "entropy"});
     QCOMPARE(range.code, 2);
-    QVERIFY2(range.err.contains("--cal_range entropy"), qPrintable(range.err));
+    QVERIFY2(range.err.contains("--cal_range entropy: use auto, percentile or minmax"),
+             qPrintable(range.err));
     // A calibration folder that is not there: named, exit 4, no export.
     const Run missing =
         engine({"--spec", tvSpec_, "--task", "export", "--checkpoint", path("model.pt"),

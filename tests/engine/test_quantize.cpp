@@ -254,6 +254,13 @@ class QuantizeTest : public QObject {
     QCOMPARE(timed.fully_connected->images, int64_t{2});
     QCOMPARE(timed.fully_connected->int8_ms, 63.25);
     QCOMPARE(timed.fully_connected->float_ms, 56.5);
+    QVERIFY(!timed.range_choice);  // none chosen, none written
+    cache.range_choice = CalibrationCache::RangeDecision{"minmax", "0.88 against 0.98"};
+    writeCalibrationCache(file, cache);
+    const CalibrationCache chosen = readCalibrationCache(file);
+    QVERIFY(chosen.range_choice);
+    QCOMPARE(chosen.range_choice->range, std::string("minmax"));
+    QCOMPARE(chosen.range_choice->why, std::string("0.88 against 0.98"));
 
     onnx::ModelProto proto;
     QVERIFY(proto.ParseFromString(t.bytes));
@@ -289,6 +296,16 @@ class QuantizeTest : public QObject {
     } catch (const CalibrationCacheError& e) {
       QVERIFY2(std::string(e.what()).find("\"fully_connected_timing\"") != std::string::npos,
                e.what());
+    }
+    std::ofstream(file) << R"({"format": "mrcnn-workbench int8 calibration 1",
+      "model_fingerprint": "ab", "spec": "s", "weights": "w", "percentile": 99.9, "images": 1,
+      "range_choice": {"range": "entropy", "why": "?"},
+      "activations": {"x": {"min": 0, "max": 1, "low": 0, "high": 1, "images": 1}}})";
+    try {
+      readCalibrationCache(file);
+      QFAIL("an unknown range choice was read");
+    } catch (const CalibrationCacheError& e) {
+      QVERIFY2(std::string(e.what()).find("\"range_choice\"") != std::string::npos, e.what());
     }
   }
 };
