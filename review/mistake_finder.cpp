@@ -333,14 +333,6 @@ class Finder {
                           : std::string();
   }
 
-  static double boxIou(const dataset::Box& a, const dataset::Box& b) {
-    const double iw = std::min(a[0] + a[2], b[0] + b[2]) - std::max(a[0], b[0]);
-    const double ih = std::min(a[1] + a[3], b[1] + b[3]) - std::max(a[1], b[1]);
-    if (iw <= 0 || ih <= 0) return 0;
-    const double inter = iw * ih;
-    return inter / (a[2] * a[3] + b[2] * b[3] - inter);
-  }
-
   // How sure the model is that something is where each unmatched detection is, whatever its
   // class: a hedging model splits one object's probability between classes (a star 0.37, a
   // triangle 0.32, a square 0.26 on one shape), each below `confident`, together well above.
@@ -349,14 +341,15 @@ class Finder {
   // for the three above). Their sum would be the softmax's own reading of a single proposal;
   // the product is the more cautious of the two, and the one that flagged fewer right labels
   // on the label-check benchmark's seeds.
-  std::vector<double> seenAsAnything(const ImageView& v) const {
+  // `between`: the detections' box IoU with each other.
+  std::vector<double> seenAsAnything(const ImageView& v, const dataset::IouMatrix& between) const {
     const size_t nd = v.dets.size();
     std::vector<double> seen(nd, 0);
     for (size_t d = 0; d < nd; ++d) {
       if (v.det_match[d] >= 0) continue;
       std::map<int64_t, double> best;
       for (size_t e = 0; e < nd; ++e) {
-        if (v.det_match[e] >= 0 || boxIou(v.dets[d]->bbox, v.dets[e]->bbox) < kSameObject) continue;
+        if (v.det_match[e] >= 0 || between.at(d, e) < kSameObject) continue;
         double& b = best[v.dets[e]->category_id];
         b = std::max(b, v.dets[e]->score);
       }
@@ -419,7 +412,11 @@ class Finder {
     }
 
     // Unmatched confident detections: a loosely drawn annotation of their class, or missing.
-    const std::vector<double> seen = seenAsAnything(v);
+    std::vector<dataset::Box> det_boxes(nd);
+    for (size_t d = 0; d < nd; ++d) det_boxes[d] = v.dets[d]->bbox;
+    const dataset::IouMatrix between =
+        dataset::iou(det_boxes, det_boxes, std::vector<uint8_t>(nd, 0));
+    const std::vector<double> seen = seenAsAnything(v, between);
     std::vector<bool> claimed(nd, false);  // part of an object already listed as missing
     for (size_t d = 0; d < nd; ++d) {
       const eval::Detection& det = *v.dets[d];
@@ -456,7 +453,7 @@ class Finder {
       if (best_any >= opt_.match_iou) continue;  // another class's annotation: wrong_class's
       // One entry an object: the other classes' detections of it are this one's.
       for (size_t e = d; e < nd; ++e)
-        if (v.det_match[e] < 0 && boxIou(det.bbox, v.dets[e]->bbox) >= kSameObject) claimed[e] = true;
+        if (v.det_match[e] < 0 && between.at(d, e) >= kSameObject) claimed[e] = true;
       // A detection mostly inside an annotated object's box is more often the model seeing a
       // part of it (a star's point as a triangle) than an object nobody labelled.
       std::string what = "a " + name(det.category_id) + " detection (score " + fixed(det.score) + ")";

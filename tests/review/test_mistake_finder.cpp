@@ -44,6 +44,9 @@ Rle shifted(const Rle& rle, int dx, int dy) {
   return mrcnn::dataset::encodeMask(out);
 }
 
+// The finder on `in` lists one finding: the detection at `box`, missing.
+void expectOnlyMissingAt(const mrcnn::review::FinderInput& in, const Box& box);
+
 struct Planted {
   mrcnn::review::FinderInput input;
   int64_t missing_image = 0;
@@ -246,10 +249,7 @@ class MistakeFinderTest : public QObject {
     outside.id = 2;
     outside.bbox = {200, 200, 20, 20};
     in.detections = {inside, outside};
-    const auto found = mrcnn::review::findMistakes(in);
-    QCOMPARE(found.mistakes.size(), size_t{1});
-    QCOMPARE(found.mistakes[0].kind, MistakeKind::kMissing);
-    QVERIFY(near(found.mistakes[0].suggestion->bbox, outside.bbox));
+    expectOnlyMissingAt(in, outside.bbox);
   }
 
   // With masks, a crowd region's mask is its members' pixels: a detection over a few small
@@ -282,10 +282,7 @@ class MistakeFinderTest : public QObject {
     outside.bbox = {140, 140, 40, 40};
     outside.mask = mrcnn::dataset::rleFromBbox(outside.bbox, 200, 200);
     in.detections = {over, outside};
-    const auto found = mrcnn::review::findMistakes(in);
-    QCOMPARE(found.mistakes.size(), size_t{1});
-    QCOMPARE(found.mistakes[0].kind, MistakeKind::kMissing);
-    QVERIFY(near(found.mistakes[0].suggestion->bbox, outside.bbox));
+    expectOnlyMissingAt(in, outside.bbox);
   }
 
   // A model that hedges between classes on an object nobody labelled: three detections of one
@@ -646,6 +643,17 @@ class MistakeFinderTest : public QObject {
     QVERIFY2(usage.err.contains("--results"), qPrintable(usage.err));
   }
 };
+
+namespace {
+
+void expectOnlyMissingAt(const mrcnn::review::FinderInput& in, const Box& box) {
+  const auto found = mrcnn::review::findMistakes(in);
+  QCOMPARE(found.mistakes.size(), size_t{1});
+  QCOMPARE(found.mistakes[0].kind, MistakeKind::kMissing);
+  QVERIFY(near(found.mistakes[0].suggestion->bbox, box));
+}
+
+}  // namespace
 
 QTEST_GUILESS_MAIN(MistakeFinderTest)
 #include "test_mistake_finder.moc"
