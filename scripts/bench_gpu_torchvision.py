@@ -190,15 +190,16 @@ def bench_rows(path):
 
 def row_order(key):
     """train before inference, fp16 before fp32, then by batch (the document's order)."""
-    m = re.fullmatch(r"(train|infer)-b(\d+)(-fp32)?", key)
-    return (m[1] != "train", bool(m[3]), int(m[2])) if m else (2, False, 0)
+    m = re.fullmatch(r"(train|infer)-b(\d+)(-fp32)?(-nchw)?", key)
+    return (m[1] != "train", bool(m[3]), int(m[2]), bool(m[4])) if m else (2, False, 0, False)
 
 
 def row_label(key):
-    m = re.fullmatch(r"(train|infer)-b(\d+)(-fp32)?", key)
+    m = re.fullmatch(r"(train|infer)-b(\d+)(-fp32)?(-nchw)?", key)
     if not m:
         return key
-    return f"{'train' if m[1] == 'train' else 'inference'}, batch {m[2]}, {'fp32' if m[3] else 'fp16'}"
+    return (f"{'train' if m[1] == 'train' else 'inference'}, batch {m[2]}, {'fp32' if m[3] else 'fp16'}"
+            + (", NCHW" if m[4] else ""))
 
 
 def speed_cells(row):

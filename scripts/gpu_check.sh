@@ -309,10 +309,15 @@ for b in "${batch_list[@]}"; do
 done
 bench_row "train-b4-fp32" -- --mode train --set train_batch_size=4 --set use_amp=false \
   || fail_step bench $(( $(date +%s) - t0 )) "ours, fp32 training, failed" "$bench_log"
+# The same at NCHW (memory_format: auto is channels-last on a GPU): what the layout is worth.
+bench_row "train-b4-nchw" -- --mode train --set train_batch_size=4 --set memory_format=nchw \
+  || fail_step bench $(( $(date +%s) - t0 )) "ours, NCHW training, failed" "$bench_log"
 bench_row "infer-b1" -- --mode inference --set eval_batch_size=1 \
   || fail_step bench $(( $(date +%s) - t0 )) "ours, inference, failed" "$bench_log"
 bench_row "infer-b1-fp32" -- --mode inference --set eval_batch_size=1 --set use_amp=false \
   || fail_step bench $(( $(date +%s) - t0 )) "ours, fp32 inference, failed" "$bench_log"
+bench_row "infer-b1-nchw" -- --mode inference --set eval_batch_size=1 --set memory_format=nchw \
+  || fail_step bench $(( $(date +%s) - t0 )) "ours, NCHW inference, failed" "$bench_log"
 echo "=== torchvision" >> "$bench_log"
 for amp in fp16 none; do
   tv_batches="$batches"; [ "$amp" = none ] && tv_batches=4
@@ -339,6 +344,8 @@ for amp in ("fp16", "none"):
         for r in json.load(open(f))["rows"]:
             key = f"{'train-b' if r['mode'] == 'train' else 'infer-b'}{r['batch']}" + ("" if amp == "fp16" else "-fp32")
             tv[key] = r
+for key in [k for k in ours if k.endswith("-nchw")]:  # against the same torchvision row
+    tv[key] = tv.get(key[:-len("-nchw")])
 rows = []
 for key in sorted(set(ours) | set(tv)):
     o, t = ours.get(key), tv.get(key)

@@ -190,6 +190,7 @@ void checkSchedule(const Experiment& s, Checker& c, Resolved* r) {
     c.error("device", "must be auto, cpu, cuda or cuda:N, got \"" + s.device() + "\"");
   }
   requireChoice(c, s, "", "amp_dtype");
+  requireChoice(c, s, "", "memory_format");
   if (s.use_amp() && s.device() == "cpu" && s.amp_dtype() == "fp16") {
     c.error("amp_dtype", "fp16 mixed precision needs a GPU; use bf16 on the CPU");
   }

@@ -77,6 +77,12 @@ at::Tensor convolveFolded(FoldedConv& conv, const at::Tensor& x, int64_t stride,
   }
   const bool grad =
       at::GradMode::is_enabled() && (x.requires_grad() || conv.weight.requires_grad());
+  // The weights in the activations' layout, once (not reordered by the library every call).
+  const at::MemoryFormat layout = x.suggest_memory_format();
+  if (!conv.weight.is_contiguous(layout)) {
+    conv.weight = conv.weight.contiguous(layout);
+    conv.weight_bf16 = at::Tensor();
+  }
   const bool channels_last = x.is_contiguous(at::MemoryFormat::ChannelsLast) && x.size(1) > 1;
   // oneDNN fuses "add, then ReLU" in bfloat16 only for channels-last tensors.
   const bool fuse_relu = relu && (dtype == at::kFloat || !residual.defined() || channels_last);
@@ -90,7 +96,7 @@ at::Tensor convolveFolded(FoldedConv& conv, const at::Tensor& x, int64_t stride,
   const at::Tensor* bias = &conv.bias;
   if (dtype == at::kBFloat16) {
     if (!conv.weight_bf16.defined()) {
-      conv.weight_bf16 = conv.weight.to(at::kBFloat16);
+      conv.weight_bf16 = conv.weight.to(at::kBFloat16);  // keeps the layout
       conv.bias_bf16 = conv.bias.to(at::kBFloat16);
     }
     weight = &conv.weight_bf16;

@@ -118,7 +118,7 @@ MaskRCNNLosses MaskRCNNImpl::losses(const at::Tensor& images, const ImageSizes& 
   TORCH_CHECK(targets.boxes.size() == n && targets.labels.size() == n,
               "MaskRCNN::losses: ground truth for ", targets.boxes.size(), " images, batch of ", n);
 
-  std::vector<at::Tensor> features = backbone_->forward(images);
+  std::vector<at::Tensor> features = backbone_->forward(inLayout(images));
   const RPNTargets rpn_targets = rpnTargets(targets);
   RPNOutput proposals = rpn_->forward(features, sizes, &rpn_targets);
   const RoIHeadsTargets roi_targets = roiTargets(targets);
@@ -136,8 +136,9 @@ MaskRCNNLosses MaskRCNNImpl::losses(const at::Tensor& images, const ImageSizes& 
 std::vector<Detections> MaskRCNNImpl::detect(const at::Tensor& images, const ImageSizes& sizes,
                                              MaskRCNNTrace* trace) {
   TORCH_CHECK(!is_training(), "MaskRCNN::detect: the model is in training mode (call eval())");
-  c10::InferenceMode inference_mode;  // no autograd bookkeeping at all
-  std::vector<at::Tensor> features = backbone_->forward(images);
+  const at::Tensor x = inLayout(images);  // weights moved outside inference mode
+  c10::InferenceMode inference_mode;      // no autograd bookkeeping at all
+  std::vector<at::Tensor> features = backbone_->forward(x);
   RPNOutput proposals = rpn_->forward(features, sizes);
   RoIHeadsOutput heads = roi_heads_->forward(features, proposals.boxes, sizes);
   if (trace) {
@@ -154,8 +155,9 @@ MaskRCNNValidation MaskRCNNImpl::validate(const at::Tensor& images, const ImageS
   TORCH_CHECK(targets.boxes.size() == n && targets.labels.size() == n,
               "MaskRCNN::validate: ground truth for ", targets.boxes.size(), " images, batch of ",
               n);
+  const at::Tensor x = inLayout(images);
   c10::InferenceMode inference_mode;
-  const std::vector<at::Tensor> features = backbone_->forward(images);
+  const std::vector<at::Tensor> features = backbone_->forward(x);
   const RPNOutput proposals = rpn_->validate(features, sizes, rpnTargets(targets));
   RoIHeadsOutput heads = roi_heads_->validate(features, proposals.training_boxes, proposals.boxes,
                                               sizes, roiTargets(targets));
@@ -192,7 +194,22 @@ StateDict MaskRCNNImpl::torchvisionState() const {
 
 void MaskRCNNImpl::prepareForInference() {
   eval();
+  const auto params = parameters();
+  if (!params.empty()) {
+    const bool channels_last =
+        channelsLastFor(options_.layout, params.front().device(), /*training=*/false);
+    setConvWeightLayout(*this, channels_last ? at::MemoryFormat::ChannelsLast
+                                             : at::MemoryFormat::Contiguous);
+  }
   if (options_.backbone.resnet.frozen_bn) backbone_->body()->foldFrozenBatchNorm();
+}
+
+at::Tensor MaskRCNNImpl::inLayout(const at::Tensor& images) {
+  const at::MemoryFormat format = channelsLastFor(options_.layout, images.device(), is_training())
+                                      ? at::MemoryFormat::ChannelsLast
+                                      : at::MemoryFormat::Contiguous;
+  setConvWeightLayout(*this, format);
+  return images.contiguous(format);
 }
 
 }  // namespace mrcnn::model

@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/model/activation_layout.h"
 #include "engine/model/anchor_generator.h"
 #include "engine/model/backbone.h"
 #include "engine/model/conv_widths.h"
@@ -47,6 +48,8 @@ struct MaskRCNNOptions {
   // A pruned model's convolution widths (conv_widths.h), given to the backbone, the RPN head
   // and the mask head by the constructor; a name that is not prunable is refused there.
   ConvWidths conv_widths{};
+  // NCHW as torchvision unless asked (the spec's memory_format; activation_layout.h).
+  ActivationLayout layout = ActivationLayout::Nchw;
 
   // torchvision's maskrcnn_resnet50_fpn (v1): ResNet-50, FPN levels 2..6, frozen batch norm,
   // the stem and layer1 frozen (trainable_backbone_layers 3).
@@ -137,8 +140,9 @@ class MaskRCNNImpl : public torch::nn::Module {
   // Every (old name, current name) pair torchvision has used, from the model's root.
   std::vector<std::pair<std::string, std::string>> legacyParameterNames() const;
 
-  // Inference speed: folds the frozen batch norms into their convolutions (undone by
-  // train(true) or by loading weights).
+  // Inference speed: puts the convolution weights in the inference layout of options().layout
+  // on the model's device and folds the frozen batch norms into their convolutions (undone
+  // by train(true) or by loading weights).
   void prepareForInference();
 
  private:
@@ -148,6 +152,9 @@ class MaskRCNNImpl : public torch::nn::Module {
   // Gives options_.conv_widths to the stages' options (the ResNet's widths, the mask head's
   // widths) and to rpn_head_widths_.
   void applyConvWidths();
+  // The images in the layout options_.layout gives this device and mode, the convolution
+  // weights moved to it first where they are not (once, at the first step of a mode).
+  at::Tensor inLayout(const at::Tensor& images);
 
   MaskRCNNOptions options_;
   std::vector<int64_t> rpn_head_widths_;

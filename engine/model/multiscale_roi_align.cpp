@@ -95,7 +95,10 @@ at::Tensor MultiScaleRoIAlign::operator()(const std::vector<at::Tensor>& feature
 
   const at::Tensor level = levels(boxes, pyramid.k_min, pyramid.k_max);
   // Every RoI has exactly one level (levels() clamps to the pyramid): each row is written.
-  at::Tensor result = at::empty({rois.size(0), features[0].size(1), s, s}, features[0].options());
+  // In the maps' layout (channels-last maps give channels-last pooled features).
+  at::Tensor result = at::empty({rois.size(0), features[0].size(1), s, s},
+                                features[0].options().memory_format(
+                                    features[0].suggest_memory_format()));
   for (size_t l = 0; l < features.size(); ++l) {
     // Every map is pooled, even by no box (as torchvision): each gets a gradient, zero if
     // unused.

@@ -403,7 +403,7 @@ std::vector<Detections> RoIHeadsImpl::detectFrom(const std::vector<at::Tensor>& 
     }
     const std::vector<at::Tensor> masks = maskRCNNInference(maskLogits(maps, boxes, sizes), labels);
     for (size_t i = 0; i < detections.size(); ++i)
-      detections[i].masks = masks[i];
+      detections[i].masks = masks[i].contiguous();  // NCHW whatever the heads' layout
   }
   return detections;
 }

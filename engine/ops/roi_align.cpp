@@ -19,12 +19,12 @@ at::Tensor roi_align(const at::Tensor& input, const at::Tensor& rois, double spa
 at::Tensor roi_align_backward(const at::Tensor& grad, const at::Tensor& rois, double spatial_scale,
                               int64_t pooled_height, int64_t pooled_width, int64_t batch_size,
                               int64_t channels, int64_t height, int64_t width,
-                              int64_t sampling_ratio, bool aligned) {
+                              int64_t sampling_ratio, bool aligned, bool channels_last) {
   static const auto op = c10::Dispatcher::singleton()
                              .findSchemaOrThrow("mrcnn::_roi_align_backward", "")
                              .typed<decltype(roi_align_backward)>();
   return op.call(grad, rois, spatial_scale, pooled_height, pooled_width, batch_size, channels,
-                 height, width, sampling_ratio, aligned);
+                 height, width, sampling_ratio, aligned, channels_last);
 }
 
 }  // namespace mrcnn::ops
@@ -37,5 +37,5 @@ TORCH_LIBRARY_FRAGMENT(mrcnn, m) {
   m.def(
       "_roi_align_backward(Tensor grad, Tensor rois, float spatial_scale, int pooled_height, "
       "int pooled_width, int batch_size, int channels, int height, int width, "
-      "int sampling_ratio, bool aligned) -> Tensor");
+      "int sampling_ratio, bool aligned, bool channels_last=False) -> Tensor");
 }

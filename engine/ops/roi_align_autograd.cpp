@@ -24,6 +24,8 @@ class RoIAlignFunction : public torch::autograd::Function<RoIAlignFunction> {
     ctx->saved_data["sampling_ratio"] = sampling_ratio;
     ctx->saved_data["aligned"] = aligned;
     ctx->saved_data["input_shape"] = input.sizes();
+    ctx->saved_data["channels_last"] =
+        input.suggest_memory_format() == at::MemoryFormat::ChannelsLast;
     ctx->save_for_backward({rois});
     at::AutoDispatchBelowADInplaceOrView guard;
     return roi_align(input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio,
@@ -37,7 +39,7 @@ class RoIAlignFunction : public torch::autograd::Function<RoIAlignFunction> {
         grad_output[0], rois, ctx->saved_data["spatial_scale"].toDouble(),
         ctx->saved_data["pooled_height"].toInt(), ctx->saved_data["pooled_width"].toInt(), shape[0],
         shape[1], shape[2], shape[3], ctx->saved_data["sampling_ratio"].toInt(),
-        ctx->saved_data["aligned"].toBool());
+        ctx->saved_data["aligned"].toBool(), ctx->saved_data["channels_last"].toBool());
     return {grad_input, Variable(), Variable(), Variable(), Variable(), Variable(), Variable()};
   }
 };
@@ -47,10 +49,10 @@ class RoIAlignBackwardFunction : public torch::autograd::Function<RoIAlignBackwa
   static Variable forward(AutogradContext* /*ctx*/, const Variable& grad, const Variable& rois,
                           double spatial_scale, int64_t pooled_height, int64_t pooled_width,
                           int64_t batch_size, int64_t channels, int64_t height, int64_t width,
-                          int64_t sampling_ratio, bool aligned) {
+                          int64_t sampling_ratio, bool aligned, bool channels_last) {
     at::AutoDispatchBelowADInplaceOrView guard;
     return roi_align_backward(grad, rois, spatial_scale, pooled_height, pooled_width, batch_size,
-                              channels, height, width, sampling_ratio, aligned);
+                              channels, height, width, sampling_ratio, aligned, channels_last);
   }
 
   static variable_list backward(AutogradContext* /*ctx*/, const variable_list& /*grad*/) {
@@ -69,10 +71,10 @@ at::Tensor roi_align_backward_autograd(const at::Tensor& grad, const at::Tensor&
                                        double spatial_scale, int64_t pooled_height,
                                        int64_t pooled_width, int64_t batch_size, int64_t channels,
                                        int64_t height, int64_t width, int64_t sampling_ratio,
-                                       bool aligned) {
+                                       bool aligned, bool channels_last) {
   return RoIAlignBackwardFunction::apply(grad, rois, spatial_scale, pooled_height, pooled_width,
                                          batch_size, channels, height, width, sampling_ratio,
-                                         aligned);
+                                         aligned, channels_last);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@ model::MaskRCNNOptions modelOptionsFromSpec(const spec::Experiment& spec,
   const auto& m = spec.maskrcnn_config();
   model::MaskRCNNOptions o;
 
+  o.layout = model::parseActivationLayout(spec.memory_format()).value_or(o.layout);
   o.backbone.resnet.depth = static_cast<int>(m.nlayers());
   o.backbone.resnet.frozen_bn = m.freeze_bn();
   o.backbone.resnet.frozen_bn_eps = m.frozen_bn_eps();

@@ -363,6 +363,55 @@ class TestOps : public QObject {
           count, worst[0], worst[1]);
   }
 
+  // Channels-last features are read where they are: the same bits as from NCHW ones, forward
+  // and backward (random maps, RoIs partly outside them, both alignments, fixed and adaptive
+  // sampling), and the result and the input gradient come channels-last.
+  void roiAlignReadsChannelsLastInPlace() {
+    torch::manual_seed(11);
+    int count = 0;
+    for (const at::ScalarType t : {at::kFloat, at::kDouble}) {
+      for (const bool aligned : {false, true}) {
+        for (const int64_t sr : {0, 2}) {
+          const at::Tensor x = torch::randn({2, 24, 19, 27}, t);
+          const at::Tensor rois = randomRois(30, 2, 76, 108, t);
+          const at::Tensor nhwc = x.contiguous(at::MemoryFormat::ChannelsLast);
+          const at::Tensor expected = ops::roi_align(x, rois, 0.25, 7, 6, sr, aligned);
+          const at::Tensor out = ops::roi_align(nhwc, rois, 0.25, 7, 6, sr, aligned);
+          QVERIFY(expected.is_contiguous());
+          QVERIFY(out.is_contiguous(at::MemoryFormat::ChannelsLast) && !out.is_contiguous());
+          QVERIFY2(torch::equal(out, expected), "forward: NHWC and NCHW differ");
+
+          const at::Tensor go = torch::randn(expected.sizes(), t);
+          const at::Tensor a = x.clone().requires_grad_(true);
+          ops::roi_align(a, rois, 0.25, 7, 6, sr, aligned).backward(go);
+          const at::Tensor b = nhwc.clone().requires_grad_(true);
+          ops::roi_align(b, rois, 0.25, 7, 6, sr, aligned).backward(go);
+          QVERIFY(b.grad().is_contiguous(at::MemoryFormat::ChannelsLast));
+          QVERIFY2(torch::equal(b.grad(), a.grad()), "backward: NHWC and NCHW differ");
+          // The backward op directly, a channels-last incoming gradient into either layout.
+          const at::Tensor go_nhwc = go.contiguous(at::MemoryFormat::ChannelsLast);
+          for (const bool channels_last : {false, true}) {
+            const at::Tensor g = ops::roi_align_backward(go_nhwc, rois, 0.25, 7, 6, 2, 24, 19, 27,
+                                                         sr, aligned, channels_last);
+            QCOMPARE(g.is_contiguous(at::MemoryFormat::ChannelsLast), channels_last);
+            QVERIFY(torch::equal(g, a.grad()));
+          }
+          ++count;
+        }
+      }
+    }
+    // One channel, and an empty set of RoIs.
+    const at::Tensor one = torch::randn({1, 1, 8, 9}).contiguous(at::MemoryFormat::ChannelsLast);
+    const at::Tensor rois = randomRois(5, 1, 8, 9, at::kFloat);
+    QVERIFY(torch::equal(ops::roi_align(one, rois, 1.0, 3, 3, 2, true),
+                         ops::roi_align(one.contiguous(), rois, 1.0, 3, 3, 2, true)));
+    QCOMPARE(ops::roi_align(torch::randn({1, 4, 6, 6}).contiguous(at::MemoryFormat::ChannelsLast),
+                            at::zeros({0, 5}), 1.0, 2, 2, 0, true)
+                 .numel(),
+             int64_t{0});
+    QCOMPARE(count, 8);
+  }
+
   // Guards against a rule of RoIAlign implemented wrongly in both torchvision's reading and
   // ours: the reference restates the rules directly, in double.
   void roiAlignMatchesASlowReference() {
@@ -711,6 +760,15 @@ class TestOps : public QObject {
           const at::Tensor xg = x.cuda().requires_grad_(true);
           ops::roi_align(xg, rois.cuda(), 0.25, 7, 7, sr, aligned).backward(go.cuda());
           QVERIFY(maxAbsDiff(xg.grad(), gcpu) < (t == at::kDouble ? 1e-12 : 1e-4));
+          // Channels-last maps, read in place: the same result, in their layout.
+          const at::Tensor xl =
+              x.contiguous(at::MemoryFormat::ChannelsLast).cuda().requires_grad_(true);
+          const at::Tensor out_l = ops::roi_align(xl, rois.cuda(), 0.25, 7, 7, sr, aligned);
+          QVERIFY(out_l.is_contiguous(at::MemoryFormat::ChannelsLast));
+          QVERIFY(maxAbsDiff(out_l, cpu) < (t == at::kDouble ? 1e-12 : 1e-5));
+          out_l.backward(go.cuda());
+          QVERIFY(xl.grad().is_contiguous(at::MemoryFormat::ChannelsLast));
+          QVERIFY(maxAbsDiff(xl.grad(), gcpu) < (t == at::kDouble ? 1e-12 : 1e-4));
         }
         const at::Tensor x = torch::randn({1, 4, 10, 10});
         const at::Tensor rois = randomRois(8, 1, 40, 40, at::kFloat);

@@ -89,7 +89,7 @@ class Checks:
 
     # ---- roi_align ----
 
-    def roi_align_forward(self, dtype, aligned, sampling, contiguous):
+    def roi_align_forward(self, dtype, aligned, sampling, contiguous, channels_last=False):
         def check(gen):
             x = torch.randn(2, 16, 25, 31, generator=gen).to(dtype)
             rois = random_rois(gen, 60, 2, 100, 124, dtype)
@@ -97,10 +97,14 @@ class Checks:
             xc, rc = x.cuda(), rois.cuda()
             if not contiguous:
                 xc, rc = xc.transpose(2, 3).contiguous().transpose(2, 3), non_contiguous(rc)
+            if channels_last:  # read in place, the result channels-last too
+                xc = xc.contiguous(memory_format=torch.channels_last)
             ours = torch.ops.mrcnn.roi_align(xc, rc, 0.25, 7, 7, sampling, aligned)
             torch.cuda.synchronize()
             if ours.dtype != dtype:
                 raise AssertionError(f"result dtype {ours.dtype}")
+            if channels_last and not ours.is_contiguous(memory_format=torch.channels_last):
+                raise AssertionError(f"channels-last maps gave a result of strides {ours.stride()}")
             err = scaled_err(ours, ref)
             if err > tol(dtype):
                 raise AssertionError(f"CUDA against float64 CPU: {err:.2e} > {tol(dtype):.1e}")
@@ -122,18 +126,21 @@ class Checks:
 
         return check
 
-    def roi_align_backward(self, dtype, aligned, sampling):
+    def roi_align_backward(self, dtype, aligned, sampling, channels_last=False):
         def check(gen):
             x = torch.randn(2, 8, 19, 23, generator=gen).to(dtype)
             rois = random_rois(gen, 40, 2, 76, 92, dtype)
             go = torch.randn(40, 8, 5, 5, generator=gen).to(dtype)
             xd = x.double().requires_grad_(True)
             torch.ops.mrcnn.roi_align(xd, rois.double(), 0.25, 5, 5, sampling, aligned).backward(go.double())
-            xg = x.cuda().requires_grad_(True)
+            fmt = torch.channels_last if channels_last else torch.contiguous_format
+            xg = x.cuda().contiguous(memory_format=fmt).requires_grad_(True)
             torch.ops.mrcnn.roi_align(xg, rois.cuda(), 0.25, 5, 5, sampling, aligned).backward(non_contiguous(go.cuda()))
             torch.cuda.synchronize()
             # Gradients sum many terms (atomic adds in any order): a few more units of rounding.
             limit = 4 * tol(dtype) if dtype in LOW else 1e-5
+            if channels_last and not xg.grad.is_contiguous(memory_format=torch.channels_last):
+                raise AssertionError(f"channels-last maps got a gradient of strides {xg.grad.stride()}")
             err = scaled_err(xg.grad, xd.grad)
             if err > limit:
                 raise AssertionError(f"gradient against float64 CPU: {err:.2e} > {limit:.1e}")
@@ -354,6 +361,9 @@ def main():
                       c.roi_align_forward(dtype, aligned, sampling, contiguous=True))
             c.run(f"roi_align backward {d} aligned={aligned}", c.roi_align_backward(dtype, aligned, 2))
         c.run(f"roi_align forward {d} non-contiguous", c.roi_align_forward(dtype, True, 0, contiguous=False))
+        c.run(f"roi_align forward {d} channels-last",
+              c.roi_align_forward(dtype, False, 2, contiguous=True, channels_last=True))
+        c.run(f"roi_align backward {d} channels-last", c.roi_align_backward(dtype, False, 2, channels_last=True))
         c.run(f"nms {d}", c.nms(dtype, contiguous=True))
         c.run(f"paste_masks {d}", c.paste_masks(dtype))
     c.run("nms float32 non-contiguous", c.nms(torch.float32, contiguous=False))

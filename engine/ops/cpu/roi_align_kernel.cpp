@@ -5,11 +5,15 @@
 // same pixels, so threads split the channels instead; each thread visits every RoI in order,
 // which keeps the accumulation order (RoI, bin, sampling point) of torchvision's serial
 // kernel and hence its exact float sums.
+//
+// Channels-last features (NHWC, a pixel's channels side by side) are read where they are:
+// the loops then run over the channels innermost, and every output or gradient element gets
+// the same terms in the same order as from NCHW features, so both layouts give the same bits.
+// The output (forward) or the input gradient (backward) has the features' layout.
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/zeros.h>
 #include <torch/library.h>
 
 #include <algorithm>
@@ -91,6 +95,40 @@ void forward_impl(const T* input, const T* rois, int64_t num_rois, int64_t chann
   });
 }
 
+// The same sums over channels-last features, into a channels-last output: per bin, the
+// sampling points outside, the channels inside (contiguous on both sides).
+template <typename T>
+void forward_impl_nhwc(const T* input, const T* rois, int64_t num_rois, int64_t channels,
+                       int64_t height, int64_t width, int64_t pooled_height, int64_t pooled_width,
+                       int64_t sampling_ratio, bool aligned, T spatial_scale, T* output) {
+  const int64_t bins = pooled_height * pooled_width;
+  at::parallel_for(0, num_rois, 1, [&](int64_t begin, int64_t end) {
+    std::vector<SamplePoint<T>> points;
+    for (int64_t n = begin; n < end; ++n) {
+      const RoiGeometry<T> g(rois + n * 5, spatial_scale, pooled_height, pooled_width,
+                             sampling_ratio, aligned);
+      sample_points(g, height, width, pooled_height, pooled_width, points);
+      const int samples = g.samples_nothing() ? 0 : g.samples_per_bin();
+      const T count = static_cast<T>(std::max(g.samples_per_bin(), 1));
+      const T* in = input + g.batch_index * height * width * channels;
+      const SamplePoint<T>* p = points.data();
+      for (int64_t bin = 0; bin < bins; ++bin) {
+        T* out = output + (n * bins + bin) * channels;  // zeroed by the caller
+        for (int s = 0; s < samples; ++s, ++p) {
+          const T* a = in + p->pos1 * channels;
+          const T* b = in + p->pos2 * channels;
+          const T* c = in + p->pos3 * channels;
+          const T* d = in + p->pos4 * channels;
+          for (int64_t k = 0; k < channels; ++k)
+            out[k] += p->w1 * a[k] + p->w2 * b[k] + p->w3 * c[k] + p->w4 * d[k];
+        }
+        for (int64_t k = 0; k < channels; ++k)
+          out[k] = out[k] / count;
+      }
+    }
+  });
+}
+
 template <typename T>
 void backward_impl(const at::Tensor& grad, const T* rois, int64_t num_rois, int64_t channels,
                    int64_t height, int64_t width, int64_t pooled_height, int64_t pooled_width,
@@ -126,6 +164,43 @@ void backward_impl(const at::Tensor& grad, const T* rois, int64_t num_rois, int6
   });
 }
 
+// The gradient into channels-last features: threads split the channels as above, and each
+// visits the RoIs, bins and sampling points in the same order, its channels innermost.
+template <typename T>
+void backward_impl_nhwc(const at::Tensor& grad, const T* rois, int64_t num_rois, int64_t channels,
+                        int64_t height, int64_t width, int64_t pooled_height, int64_t pooled_width,
+                        int64_t sampling_ratio, bool aligned, T spatial_scale, T* grad_input) {
+  const T* go = grad.const_data_ptr<T>();
+  const int64_t sn = grad.stride(0), sc = grad.stride(1), sh = grad.stride(2), sw = grad.stride(3);
+  at::parallel_for(0, channels, 1, [&](int64_t c_begin, int64_t c_end) {
+    std::vector<SamplePoint<T>> points;
+    for (int64_t n = 0; n < num_rois; ++n) {
+      const RoiGeometry<T> g(rois + n * 5, spatial_scale, pooled_height, pooled_width,
+                             sampling_ratio, aligned);
+      sample_points(g, height, width, pooled_height, pooled_width, points);
+      const int samples = g.samples_nothing() ? 0 : g.samples_per_bin();
+      const T count = static_cast<T>(g.samples_per_bin());
+      T* gi = grad_input + g.batch_index * height * width * channels;
+      const SamplePoint<T>* p = points.data();
+      for (int64_t ph = 0; ph < pooled_height; ++ph) {
+        for (int64_t pw = 0; pw < pooled_width; ++pw) {
+          const T* g_bin = go + n * sn + ph * sh + pw * sw;
+          for (int s = 0; s < samples; ++s, ++p) {
+            if (!p->valid) continue;
+            for (int64_t c = c_begin; c < c_end; ++c) {
+              const T v = g_bin[c * sc];
+              gi[p->pos1 * channels + c] += v * p->w1 / count;
+              gi[p->pos2 * channels + c] += v * p->w2 / count;
+              gi[p->pos3 * channels + c] += v * p->w3 / count;
+              gi[p->pos4 * channels + c] += v * p->w4 / count;
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
 at::Tensor roi_align_forward_cpu(const at::Tensor& input, const at::Tensor& rois,
                                  double spatial_scale, int64_t pooled_height, int64_t pooled_width,
                                  int64_t sampling_ratio, bool aligned) {
@@ -138,19 +213,24 @@ at::Tensor roi_align_forward_cpu(const at::Tensor& input, const at::Tensor& rois
   }
   const int64_t num_rois = rois.size(0);
   const int64_t channels = input.size(1);
-  at::Tensor output = at::zeros({num_rois, channels, pooled_height, pooled_width}, input.options());
+  const at::MemoryFormat layout = input.suggest_memory_format();
+  // (at::zeros takes no memory format: an empty tensor in the layout, zeroed.)
+  at::Tensor output = at::empty({num_rois, channels, pooled_height, pooled_width},
+                                input.options().memory_format(layout))
+                          .zero_();
   if (output.numel() == 0) return output;
   TORCH_CHECK(input.size(2) > 0 && input.size(3) > 0, "roi_align: input has an empty spatial size ",
               input.sizes());
   check_batch_indices("roi_align", rois, input.size(0));
 
-  const at::Tensor in = input.contiguous();
+  const at::Tensor in = input.contiguous(layout);
   const at::Tensor r = rois.contiguous();
   AT_DISPATCH_FLOATING_TYPES(input.scalar_type(), "roi_align_forward_cpu", [&] {
-    forward_impl<scalar_t>(in.const_data_ptr<scalar_t>(), r.const_data_ptr<scalar_t>(), num_rois,
-                           channels, input.size(2), input.size(3), pooled_height, pooled_width,
-                           sampling_ratio, aligned, static_cast<scalar_t>(spatial_scale),
-                           output.mutable_data_ptr<scalar_t>());
+    const auto kernel = layout == at::MemoryFormat::ChannelsLast ? forward_impl_nhwc<scalar_t>
+                                                                 : forward_impl<scalar_t>;
+    kernel(in.const_data_ptr<scalar_t>(), r.const_data_ptr<scalar_t>(), num_rois, channels,
+           input.size(2), input.size(3), pooled_height, pooled_width, sampling_ratio, aligned,
+           static_cast<scalar_t>(spatial_scale), output.mutable_data_ptr<scalar_t>());
   });
   return output;
 }
@@ -158,7 +238,8 @@ at::Tensor roi_align_forward_cpu(const at::Tensor& input, const at::Tensor& rois
 at::Tensor roi_align_backward_cpu(const at::Tensor& grad, const at::Tensor& rois,
                                   double spatial_scale, int64_t pooled_height, int64_t pooled_width,
                                   int64_t batch_size, int64_t channels, int64_t height,
-                                  int64_t width, int64_t sampling_ratio, bool aligned) {
+                                  int64_t width, int64_t sampling_ratio, bool aligned,
+                                  bool channels_last) {
   detail::check_roi_align_args("roi_align_backward", grad, "grad", rois, pooled_height,
                                pooled_width);
   TORCH_CHECK(grad.is_cpu(), "roi_align_backward: the CPU kernel got a ", grad.device(), " tensor");
@@ -170,19 +251,22 @@ at::Tensor roi_align_backward_cpu(const at::Tensor& grad, const at::Tensor& rois
   if (is_reduced_float(grad)) {
     return roi_align_backward_cpu(grad.to(at::kFloat), rois.to(at::kFloat), spatial_scale,
                                   pooled_height, pooled_width, batch_size, channels, height, width,
-                                  sampling_ratio, aligned)
+                                  sampling_ratio, aligned, channels_last)
         .to(grad.scalar_type());
   }
-  at::Tensor grad_input = at::zeros({batch_size, channels, height, width}, grad.options());
+  const at::MemoryFormat layout =
+      channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
+  at::Tensor grad_input =
+      at::empty({batch_size, channels, height, width}, grad.options().memory_format(layout)).zero_();
   if (grad.numel() == 0 || grad_input.numel() == 0) return grad_input;
   check_batch_indices("roi_align_backward", rois, batch_size);
 
   const at::Tensor r = rois.contiguous();
   AT_DISPATCH_FLOATING_TYPES(grad.scalar_type(), "roi_align_backward_cpu", [&] {
-    backward_impl<scalar_t>(grad, r.const_data_ptr<scalar_t>(), rois.size(0), channels, height,
-                            width, pooled_height, pooled_width, sampling_ratio, aligned,
-                            static_cast<scalar_t>(spatial_scale),
-                            grad_input.mutable_data_ptr<scalar_t>());
+    const auto kernel = channels_last ? backward_impl_nhwc<scalar_t> : backward_impl<scalar_t>;
+    kernel(grad, r.const_data_ptr<scalar_t>(), rois.size(0), channels, height, width,
+           pooled_height, pooled_width, sampling_ratio, aligned,
+           static_cast<scalar_t>(spatial_scale), grad_input.mutable_data_ptr<scalar_t>());
   });
   return grad_input;
 }

@@ -1,0 +1,219 @@
+// The model in channels-last (NHWC) against the model in NCHW (engine/model/activation_layout.h):
+// auto's choice by device and mode, the same detections and the same losses and gradients
+// from the same weights (to the convolution libraries' float rounding), the convolution
+// weights moved to the mode's layout and back without a change of value.
+#include <ATen/ATen.h>
+#include <torch/torch.h>  // before Qt: its "slots" macro breaks LibTorch's headers
+
+#include <QtTest>
+#include <string>
+#include <vector>
+
+#include "engine/model/activation_layout.h"
+#include "engine/model/mask_rcnn.h"
+#include "tests/engine/tensor_compare.h"
+
+namespace model = mrcnn::model;
+using mrcnn::testing::relError;
+
+namespace {
+
+constexpr int64_t kHeight = 128, kWidth = 160;
+
+// A small torchvision-shaped model (ResNet-10 FPN, frozen batch norms, 4 classes) in `layout`,
+// its weights drawn from `seed` with filters of unequal norms and non-trivial batch norms.
+model::MaskRCNN makeModel(model::ActivationLayout layout, uint64_t seed) {
+  model::MaskRCNNOptions o = model::MaskRCNNOptions::torchvisionResNet50FPN(4);
+  o.backbone.resnet.depth = 10;
+  o.roi_heads.mask_head_layers = {64, 48};
+  o.layout = layout;
+  at::manual_seed(seed);
+  model::MaskRCNN m(o);
+  torch::NoGradGuard no_grad;
+  for (auto& p : m->named_parameters()) {
+    at::Tensor w = p.value();
+    if (w.dim() == 4) w.mul_(at::empty({w.size(0), 1, 1, 1}).uniform_(0.3, 1.5));
+  }
+  for (auto& b : m->named_buffers()) {
+    if (b.key().ends_with("running_mean")) b.value().uniform_(-0.1, 0.1);
+    if (b.key().ends_with("running_var")) b.value().uniform_(0.5, 1.5);
+  }
+  return m;
+}
+
+model::ImageSizes sizesOf(int64_t n) {
+  model::ImageSizes s;
+  s.padded = {kHeight, kWidth};
+  for (int64_t i = 0; i < n; ++i) s.images.push_back({kHeight, kWidth});
+  return s;
+}
+
+// Two objects an image, filled-rectangle masks, the samplers keyed so both models draw alike.
+model::MaskRCNNTargets targetsOf(int64_t n) {
+  model::MaskRCNNTargets t;
+  for (int64_t i = 0; i < n; ++i) {
+    const float o = 10.0F * static_cast<float>(i);
+    t.boxes.push_back(at::tensor({20.0F + o, 16.0F, 90.0F + o, 80.0F, 60.0F, 50.0F + o, 140.0F,
+                                  120.0F},
+                                 at::kFloat)
+                          .view({2, 4}));
+    t.labels.push_back(at::tensor({1, 3}, at::kLong));
+    at::Tensor masks = at::zeros({2, kHeight, kWidth}, at::kByte);
+    masks[0].slice(0, 16, 80).slice(1, 20 + 10 * i, 90 + 10 * i).fill_(1);
+    masks[1].slice(0, 50 + 10 * i, 120).slice(1, 60, 140).fill_(1);
+    t.masks.push_back(masks);
+    t.sample_keys.push_back(1000 + static_cast<uint64_t>(i));
+  }
+  return t;
+}
+
+std::vector<at::Tensor> convWeights(model::MaskRCNNImpl& m) {
+  std::vector<at::Tensor> out;
+  for (const at::Tensor& p : m.parameters())
+    if (p.dim() == 4) out.push_back(p);
+  return out;
+}
+
+bool allIn(const std::vector<at::Tensor>& ts, at::MemoryFormat format) {
+  for (const at::Tensor& t : ts)
+    if (!t.is_contiguous(format)) return false;
+  return true;
+}
+
+}  // namespace
+
+class TestActivationLayout : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void autoChoosesByDeviceAndMode() {
+    using model::ActivationLayout;
+    const c10::Device cpu(c10::kCPU), cuda(c10::kCUDA, 0);
+    QVERIFY(!model::channelsLastFor(ActivationLayout::Auto, cpu, /*training=*/true));
+    QVERIFY(model::channelsLastFor(ActivationLayout::Auto, cpu, /*training=*/false));
+    QVERIFY(model::channelsLastFor(ActivationLayout::Auto, cuda, /*training=*/true));
+    QVERIFY(model::channelsLastFor(ActivationLayout::Auto, cuda, /*training=*/false));
+    for (const bool training : {false, true}) {
+      QVERIFY(!model::channelsLastFor(ActivationLayout::Nchw, cuda, training));
+      QVERIFY(model::channelsLastFor(ActivationLayout::Nhwc, cpu, training));
+    }
+    QCOMPARE(model::describeLayout(ActivationLayout::Auto, cpu, true), std::string("auto: NCHW"));
+    QCOMPARE(model::describeLayout(ActivationLayout::Nhwc, cpu, true),
+             std::string("channels-last (NHWC)"));
+    QVERIFY(model::parseActivationLayout("nhwc") == ActivationLayout::Nhwc);
+    QVERIFY(model::parseActivationLayout("auto") == ActivationLayout::Auto);
+    QVERIFY(!model::parseActivationLayout("NHWC").has_value());
+  }
+
+  // Inference, batch norms folded: the features and every detection agree.
+  void nhwcDetectsWhatNchwDetects() {
+    model::MaskRCNN nchw = makeModel(model::ActivationLayout::Nchw, 7);
+    model::MaskRCNN nhwc = makeModel(model::ActivationLayout::Nhwc, 7);
+    nchw->prepareForInference();
+    nhwc->prepareForInference();
+    QVERIFY(allIn(convWeights(*nhwc), at::MemoryFormat::ChannelsLast));
+    QVERIFY(allIn(convWeights(*nchw), at::MemoryFormat::Contiguous));
+
+    at::manual_seed(3);
+    const at::Tensor images = at::randn({2, 3, kHeight, kWidth});
+    model::MaskRCNNTrace ta, tb;
+    const auto a = nchw->detect(images, sizesOf(2), &ta);
+    const auto b = nhwc->detect(images, sizesOf(2), &tb);
+    QCOMPARE(ta.features.size(), tb.features.size());
+    for (size_t l = 0; l < ta.features.size(); ++l) {
+      QVERIFY(tb.features[l].is_contiguous(at::MemoryFormat::ChannelsLast));
+      QVERIFY2(relError(tb.features[l], ta.features[l]) < 1e-5,
+               qPrintable(QString("level %1: %2").arg(l).arg(relError(tb.features[l], ta.features[l]))));
+    }
+    QCOMPARE(a.size(), b.size());
+    int64_t compared = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      QCOMPARE(a[i].boxes.size(0), b[i].boxes.size(0));
+      QVERIFY(a[i].boxes.size(0) > 10);
+      QVERIFY(torch::equal(a[i].labels, b[i].labels));
+      QVERIFY2(relError(b[i].boxes, a[i].boxes) < 1e-4, "boxes");
+      QVERIFY2(relError(b[i].scores, a[i].scores) < 1e-4, "scores");
+      QVERIFY(b[i].masks.is_contiguous());
+      QVERIFY2(relError(b[i].masks, a[i].masks) < 1e-4, "masks");
+      compared += a[i].boxes.size(0);
+    }
+    qInfo("%lld detections agree", static_cast<long long>(compared));
+  }
+
+  // Training: the five losses and every parameter's gradient agree; the convolution weights
+  // and their gradients are channels-last. (The tolerance is the model's own sensitivity: the
+  // NCHW model given images 1e-7 larger moves the box head's gradients by 1.4e-3 too.)
+  void nhwcTrainsAsNchw() {
+    model::MaskRCNN nchw = makeModel(model::ActivationLayout::Nchw, 9);
+    model::MaskRCNN nhwc = makeModel(model::ActivationLayout::Nhwc, 9);
+    nchw->train();
+    nhwc->train();
+    at::manual_seed(4);
+    const at::Tensor images = at::randn({2, 3, kHeight, kWidth});
+    const model::MaskRCNNLosses la = nchw->losses(images, sizesOf(2), targetsOf(2));
+    const model::MaskRCNNLosses lb = nhwc->losses(images, sizesOf(2), targetsOf(2));
+    const std::vector<std::pair<const char*, std::pair<at::Tensor, at::Tensor>>> pairs = {
+        {"objectness", {la.rpn_objectness, lb.rpn_objectness}},
+        {"rpn_box", {la.rpn_box, lb.rpn_box}},
+        {"classifier", {la.classifier, lb.classifier}},
+        {"box_reg", {la.box_reg, lb.box_reg}},
+        {"mask", {la.mask, lb.mask}}};
+    for (const auto& [name, p] : pairs) {
+      QVERIFY2(relError(p.second, p.first) < 1e-4,
+               qPrintable(QString("%1: %2 against %3")
+                              .arg(name)
+                              .arg(p.second.item<double>())
+                              .arg(p.first.item<double>())));
+    }
+    la.total.backward();
+    lb.total.backward();
+    const auto pa = nchw->named_parameters();
+    const auto pb = nhwc->named_parameters();
+    int with_grad = 0;
+    double worst = 0;
+    std::string worst_name;
+    for (const auto& item : pa) {
+      const at::Tensor& ga = item.value().grad();
+      const at::Tensor& gb = pb[item.key()].grad();
+      QCOMPARE(ga.defined(), gb.defined());
+      if (!ga.defined()) continue;
+      ++with_grad;
+      if (gb.dim() == 4) QVERIFY(gb.is_contiguous(at::MemoryFormat::ChannelsLast));
+      if (relError(gb, ga) > worst) {
+        worst = relError(gb, ga);
+        worst_name = item.key();
+      }
+    }
+    qInfo("%d gradients, the largest relative difference %.3g (%s)", with_grad, worst,
+          worst_name.c_str());
+    QVERIFY(with_grad > 20);
+    QVERIFY2(worst < 5e-3, worst_name.c_str());
+  }
+
+  // auto on the CPU: NCHW weights for training, channels-last for evaluation, back again; the
+  // weights' values never change, and the parameters stay the same objects.
+  void weightsFollowTheModeWithoutChangingValue() {
+    model::MaskRCNN m = makeModel(model::ActivationLayout::Auto, 5);
+    model::StateDict before = m->torchvisionState();
+    for (auto& kv : before) kv.second = kv.second.clone();
+    const at::Tensor first = convWeights(*m).front();
+    const at::Tensor images = at::randn({1, 3, kHeight, kWidth});
+    m->train();
+    (void)m->losses(images, sizesOf(1), targetsOf(1));
+    QVERIFY(allIn(convWeights(*m), at::MemoryFormat::Contiguous));
+    m->eval();
+    (void)m->detect(images, sizesOf(1));
+    QVERIFY(allIn(convWeights(*m), at::MemoryFormat::ChannelsLast));
+    QVERIFY(convWeights(*m).front().is_same(first));
+    m->train();
+    (void)m->losses(images, sizesOf(1), targetsOf(1));
+    QVERIFY(allIn(convWeights(*m), at::MemoryFormat::Contiguous));
+    const model::StateDict after = m->torchvisionState();
+    QCOMPARE(after.size(), before.size());
+    for (size_t i = 0; i < before.size(); ++i)
+      QVERIFY2(torch::equal(after[i].second, before[i].second), before[i].first.c_str());
+  }
+};
+
+QTEST_GUILESS_MAIN(TestActivationLayout)
+#include "test_activation_layout.moc"
