@@ -8,7 +8,7 @@ every image keeps its 100 detections). Each row: both layouts' images/s (the mea
 measured steps, best of the rounds) and NHWC / NCHW. What `memory_format: auto` picks on the
 CPU (channels-last for inference, NCHW for training) comes from this table.
 
-    bench_layout.py [--rounds 2] [--quiet-load 1.5] [--skip-r50] [--write]
+    bench_layout.py [--rounds 2] [--quiet-load 1.5] [--skip-r50 | --skip-shapes] [--write]
 
 --write rewrites this CPU's subsection of docs/BENCHMARKS.md "Channels-last (NHWC) on the CPU".
 Run on a quiet machine; build first: ninja -C build mrcnn-engine."""
@@ -27,10 +27,12 @@ SECTION = "## Channels-last (NHWC) on the CPU"
 SUMMARY = re.compile(r"benchmark (\w+): ([\d.]+) images/s")
 
 
-def cases(skip_r50, bf16):
+def cases(skip_shapes, skip_r50, bf16):
     """(label, spec, mode, steps, extra --set flags) for every row."""
     out = []
-    specs = [("shapes ResNet-18 128x192", "specs/shapes_resnet18.txt", {"train": 12, "inference": 20}, [])]
+    specs = []
+    if not skip_shapes:
+        specs.append(("shapes ResNet-18 128x192", "specs/shapes_resnet18.txt", {"train": 12, "inference": 20}, []))
     if not skip_r50:
         specs.append(("R50-FPN 800x1333", "specs/coco_torchvision_r50.txt", {"train": 3, "inference": 4},
                       ["--set", "maskrcnn_config.test_score_thresh=0", "--set", "train_batch_size=1"]))
@@ -58,6 +60,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=2, help="turns of NCHW then NHWC (best kept)")
     ap.add_argument("--quiet-load", type=float, help="wait for a 1-minute load average below this first")
     ap.add_argument("--skip-r50", action="store_true", help="the shapes rows only (minutes, not tens)")
+    ap.add_argument("--skip-shapes", action="store_true", help="the R50 rows only")
     ap.add_argument("--write", action="store_true")
     args = ap.parse_args()
     engine = bench_doc.find_program("mrcnn-engine")
@@ -65,7 +68,7 @@ def main():
     load = bench_doc.load_average()
     rows = []
     with tempfile.TemporaryDirectory() as work:
-        for label, spec, mode, steps, flags in cases(args.skip_r50, bench_doc.native_bf16()):
+        for label, spec, mode, steps, flags in cases(args.skip_shapes, args.skip_r50, bench_doc.native_bf16()):
             best = {"nchw": 0.0, "nhwc": 0.0}
             for r in range(args.rounds):
                 order = ("nchw", "nhwc") if r % 2 == 0 else ("nhwc", "nchw")

@@ -36,7 +36,8 @@ class LibTorchBackend final : public InferenceBackend {
   }
 
   std::string description() const override {
-    std::string d = "LibTorch " + precision_.name + " on " + device_.str();
+    std::string d = "LibTorch " + precision_.name + " on " + device_.str() + ", " +
+                    model::describeLayout(model_->options().layout);
     if (streams_ > 1) d += ", throughput mode: " + std::to_string(streams_) + " streams";
     return d;
   }

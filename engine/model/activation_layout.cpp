@@ -12,21 +12,12 @@ std::optional<ActivationLayout> parseActivationLayout(const std::string& name) {
   return std::nullopt;
 }
 
-bool channelsLastFor(ActivationLayout layout, const c10::Device& device, bool training) {
-  switch (layout) {
-    case ActivationLayout::Nchw:
-      return false;
-    case ActivationLayout::Nhwc:
-      return true;
-    case ActivationLayout::Auto:
-      break;
-  }
-  return !device.is_cpu() || !training;
+bool channelsLastFor(ActivationLayout layout) {
+  return layout != ActivationLayout::Nchw;
 }
 
-std::string describeLayout(ActivationLayout layout, const c10::Device& device, bool training) {
-  const std::string name =
-      channelsLastFor(layout, device, training) ? "channels-last (NHWC)" : "NCHW";
+std::string describeLayout(ActivationLayout layout) {
+  const std::string name = channelsLastFor(layout) ? "channels-last (NHWC)" : "NCHW";
   return layout == ActivationLayout::Auto ? "auto: " + name : name;
 }
 

@@ -194,18 +194,13 @@ StateDict MaskRCNNImpl::torchvisionState() const {
 
 void MaskRCNNImpl::prepareForInference() {
   eval();
-  const auto params = parameters();
-  if (!params.empty()) {
-    const bool channels_last =
-        channelsLastFor(options_.layout, params.front().device(), /*training=*/false);
-    setConvWeightLayout(*this, channels_last ? at::MemoryFormat::ChannelsLast
-                                             : at::MemoryFormat::Contiguous);
-  }
+  setConvWeightLayout(*this, channelsLastFor(options_.layout) ? at::MemoryFormat::ChannelsLast
+                                                               : at::MemoryFormat::Contiguous);
   if (options_.backbone.resnet.frozen_bn) backbone_->body()->foldFrozenBatchNorm();
 }
 
 at::Tensor MaskRCNNImpl::inLayout(const at::Tensor& images) {
-  const at::MemoryFormat format = channelsLastFor(options_.layout, images.device(), is_training())
+  const at::MemoryFormat format = channelsLastFor(options_.layout)
                                       ? at::MemoryFormat::ChannelsLast
                                       : at::MemoryFormat::Contiguous;
   setConvWeightLayout(*this, format);

@@ -140,8 +140,7 @@ class MaskRCNNImpl : public torch::nn::Module {
   // Every (old name, current name) pair torchvision has used, from the model's root.
   std::vector<std::pair<std::string, std::string>> legacyParameterNames() const;
 
-  // Inference speed: puts the convolution weights in the inference layout of options().layout
-  // on the model's device and folds the frozen batch norms into their convolutions (undone
+  // Inference speed: puts the convolution weights in options().layout and folds the frozen batch norms into their convolutions (undone
   // by train(true) or by loading weights).
   void prepareForInference();
 
@@ -152,8 +151,8 @@ class MaskRCNNImpl : public torch::nn::Module {
   // Gives options_.conv_widths to the stages' options (the ResNet's widths, the mask head's
   // widths) and to rpn_head_widths_.
   void applyConvWidths();
-  // The images in the layout options_.layout gives this device and mode, the convolution
-  // weights moved to it first where they are not (once, at the first step of a mode).
+  // The images in options_.layout, the convolution weights moved to it first where they are
+  // not (once: the first step, or after weights were loaded in another layout).
   at::Tensor inLayout(const at::Tensor& images);
 
   MaskRCNNOptions options_;

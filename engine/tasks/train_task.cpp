@@ -158,6 +158,13 @@ void recordSpecChanges(const TrainRun& run, uint64_t step) {
   run.log("the spec as run until step " + std::to_string(step) + " is kept in " + kept.string());
 }
 
+// Where the activations sit in memory (memory_format).
+std::string layoutLine(const TrainRun& run) {
+  const auto layout = model::parseActivationLayout(run.spec().memory_format())
+                          .value_or(model::ActivationLayout::Auto);
+  return "activations: " + model::describeLayout(layout);
+}
+
 // The device, the precision and, in a data-parallel job, the process group.
 void setUpDevice(TrainRun& run) {
   const dist::LaunchEnv& launch = run.launch;
@@ -170,6 +177,7 @@ void setUpDevice(TrainRun& run) {
        << ", GPUs: " << runtime.cuda_devices << ", CPU threads: " << runtime.cpu_threads
        << "); device " << run.device.name;
   run.log(info.str());
+  run.log(layoutLine(run));
   if (!run.device.precision.fallback.empty())
     run.report.warn("precision_fallback", run.device.precision.fallback);
   if (!launch.distributed()) return;

@@ -1,5 +1,5 @@
 // The model in channels-last (NHWC) against the model in NCHW (engine/model/activation_layout.h):
-// auto's choice by device and mode, the same detections and the same losses and gradients
+// auto's choice, the same detections and the same losses and gradients
 // from the same weights (to the convolution libraries' float rounding), the convolution
 // weights moved to the mode's layout and back without a change of value.
 #include <ATen/ATen.h>
@@ -86,20 +86,13 @@ class TestActivationLayout : public QObject {
   Q_OBJECT
 
  private slots:
-  void autoChoosesByDeviceAndMode() {
+  void autoIsChannelsLast() {
     using model::ActivationLayout;
-    const c10::Device cpu(c10::kCPU), cuda(c10::kCUDA, 0);
-    QVERIFY(!model::channelsLastFor(ActivationLayout::Auto, cpu, /*training=*/true));
-    QVERIFY(model::channelsLastFor(ActivationLayout::Auto, cpu, /*training=*/false));
-    QVERIFY(model::channelsLastFor(ActivationLayout::Auto, cuda, /*training=*/true));
-    QVERIFY(model::channelsLastFor(ActivationLayout::Auto, cuda, /*training=*/false));
-    for (const bool training : {false, true}) {
-      QVERIFY(!model::channelsLastFor(ActivationLayout::Nchw, cuda, training));
-      QVERIFY(model::channelsLastFor(ActivationLayout::Nhwc, cpu, training));
-    }
-    QCOMPARE(model::describeLayout(ActivationLayout::Auto, cpu, true), std::string("auto: NCHW"));
-    QCOMPARE(model::describeLayout(ActivationLayout::Nhwc, cpu, true),
-             std::string("channels-last (NHWC)"));
+    QVERIFY(model::channelsLastFor(ActivationLayout::Auto));
+    QVERIFY(model::channelsLastFor(ActivationLayout::Nhwc));
+    QVERIFY(!model::channelsLastFor(ActivationLayout::Nchw));
+    QCOMPARE(model::describeLayout(ActivationLayout::Auto), std::string("auto: channels-last (NHWC)"));
+    QCOMPARE(model::describeLayout(ActivationLayout::Nchw), std::string("NCHW"));
     QVERIFY(model::parseActivationLayout("nhwc") == ActivationLayout::Nhwc);
     QVERIFY(model::parseActivationLayout("auto") == ActivationLayout::Auto);
     QVERIFY(!model::parseActivationLayout("NHWC").has_value());
@@ -190,24 +183,29 @@ class TestActivationLayout : public QObject {
     QVERIFY2(worst < 5e-3, worst_name.c_str());
   }
 
-  // auto on the CPU: NCHW weights for training, channels-last for evaluation, back again; the
-  // weights' values never change, and the parameters stay the same objects.
-  void weightsFollowTheModeWithoutChangingValue() {
+  // Weights loaded in NCHW (as every checkpoint is read) move to channels-last at the first
+  // step, training or inference, and back when the layout asked changes; the weights' values
+  // never change, and the parameters stay the same objects.
+  void weightsFollowTheLayoutWithoutChangingValue() {
     model::MaskRCNN m = makeModel(model::ActivationLayout::Auto, 5);
     model::StateDict before = m->torchvisionState();
     for (auto& kv : before) kv.second = kv.second.clone();
     const at::Tensor first = convWeights(*m).front();
+    QVERIFY(allIn(convWeights(*m), at::MemoryFormat::Contiguous));
     const at::Tensor images = at::randn({1, 3, kHeight, kWidth});
     m->train();
     (void)m->losses(images, sizesOf(1), targetsOf(1));
-    QVERIFY(allIn(convWeights(*m), at::MemoryFormat::Contiguous));
+    QVERIFY(allIn(convWeights(*m), at::MemoryFormat::ChannelsLast));
+    QVERIFY(convWeights(*m).front().is_same(first));
+    // A model told NCHW (the same module, as a caller switching layouts would).
+    model::MaskRCNN n = makeModel(model::ActivationLayout::Nchw, 5);
+    (void)model::setConvWeightLayout(*n, at::MemoryFormat::ChannelsLast);
+    n->eval();
+    (void)n->detect(images, sizesOf(1));
+    QVERIFY(allIn(convWeights(*n), at::MemoryFormat::Contiguous));
     m->eval();
     (void)m->detect(images, sizesOf(1));
     QVERIFY(allIn(convWeights(*m), at::MemoryFormat::ChannelsLast));
-    QVERIFY(convWeights(*m).front().is_same(first));
-    m->train();
-    (void)m->losses(images, sizesOf(1), targetsOf(1));
-    QVERIFY(allIn(convWeights(*m), at::MemoryFormat::Contiguous));
     const model::StateDict after = m->torchvisionState();
     QCOMPARE(after.size(), before.size());
     for (size_t i = 0; i < before.size(); ++i)
