@@ -212,7 +212,7 @@ else
     cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DTorch_DIR="$torch_dir/share/cmake/Torch" -DMRCNN_CUDA_ARCHS="${cc}-real" \
       -DTORCH_CUDA_ARCH_LIST="${cc:0:-1}.${cc: -1}" -DMRCNN_PYTHON="$py" \
-      && ninja -C "$build_dir" mrcnn-engine mrcnn_ops_module test_ops
+      && ninja -C "$build_dir" mrcnn-engine mrcnn_ops_module test_ops test_roi_align
   } > "$build_log" 2>&1 || fail_step build $(( $(date +%s) - t0 )) "cmake/ninja failed" "$build_log"
   engine="$build_dir/bin/mrcnn-engine"
   ops_lib="$build_dir/lib/libmrcnn_ops.so"

@@ -63,141 +63,149 @@ void check_batch_indices(const char* op, const at::Tensor& rois, int64_t batch_s
   });
 }
 
+// What every kernel needs to know of the call: the RoIs, the features' and the output's sizes,
+// the sampling.
 template <typename T>
-void forward_impl(const T* input, const T* rois, int64_t num_rois, int64_t channels, int64_t height,
-                  int64_t width, int64_t pooled_height, int64_t pooled_width,
-                  int64_t sampling_ratio, bool aligned, T spatial_scale, T* output) {
-  const int64_t plane = height * width;
-  const int64_t bins = pooled_height * pooled_width;
-  at::parallel_for(0, num_rois, 1, [&](int64_t begin, int64_t end) {
-    std::vector<SamplePoint<T>> points;
-    for (int64_t n = begin; n < end; ++n) {
-      const RoiGeometry<T> g(rois + n * 5, spatial_scale, pooled_height, pooled_width,
-                             sampling_ratio, aligned);
-      sample_points(g, height, width, pooled_height, pooled_width, points);
-      const int samples = g.samples_nothing() ? 0 : g.samples_per_bin();
-      const T count = static_cast<T>(std::max(g.samples_per_bin(), 1));
-      for (int64_t c = 0; c < channels; ++c) {
-        const T* in = input + (g.batch_index * channels + c) * plane;
-        T* out = output + (n * channels + c) * bins;
-        const SamplePoint<T>* p = points.data();
-        for (int64_t bin = 0; bin < bins; ++bin) {
-          T sum = 0;
-          for (int s = 0; s < samples; ++s, ++p) {
-            // Invalid points carry zero weights at position 0, as in torchvision.
-            sum += p->w1 * in[p->pos1] + p->w2 * in[p->pos2] + p->w3 * in[p->pos3] +
-                   p->w4 * in[p->pos4];
+struct RoiAlignCall {
+  const T* rois;
+  int64_t num_rois, channels, height, width, pooled_height, pooled_width, sampling_ratio;
+  bool aligned;
+  T spatial_scale;
+
+  int64_t bins() const { return pooled_height * pooled_width; }
+};
+
+// Calls body(n, geometry, points, samples) for the RoIs n in [begin, end), in order, with the
+// RoI's sampling points (bin by bin) and the number of them a bin has (0 when it samples
+// nothing).
+template <typename T, typename Body>
+void for_each_roi(const RoiAlignCall<T>& a, int64_t begin, int64_t end, Body&& body) {
+  std::vector<SamplePoint<T>> points;
+  for (int64_t n = begin; n < end; ++n) {
+    const RoiGeometry<T> g(a.rois + n * 5, a.spatial_scale, a.pooled_height, a.pooled_width,
+                           a.sampling_ratio, a.aligned);
+    sample_points(g, a.height, a.width, a.pooled_height, a.pooled_width, points);
+    body(n, g, points.data(), g.samples_nothing() ? 0 : g.samples_per_bin());
+  }
+}
+
+template <typename T>
+void forward_impl(const RoiAlignCall<T>& a, const T* input, T* output) {
+  const int64_t plane = a.height * a.width;
+  const int64_t bins = a.bins();
+  at::parallel_for(0, a.num_rois, 1, [&](int64_t begin, int64_t end) {
+    for_each_roi(
+        a, begin, end,
+        [&](int64_t n, const RoiGeometry<T>& g, const SamplePoint<T>* points, int samples) {
+          const T count = static_cast<T>(std::max(g.samples_per_bin(), 1));
+          for (int64_t c = 0; c < a.channels; ++c) {
+            const T* in = input + (g.batch_index * a.channels + c) * plane;
+            T* out = output + (n * a.channels + c) * bins;
+            const SamplePoint<T>* p = points;
+            for (int64_t bin = 0; bin < bins; ++bin) {
+              T sum = 0;
+              for (int s = 0; s < samples; ++s, ++p) {
+                // Invalid points carry zero weights at position 0, as in torchvision.
+                sum += p->w1 * in[p->pos1] + p->w2 * in[p->pos2] + p->w3 * in[p->pos3] +
+                       p->w4 * in[p->pos4];
+              }
+              out[bin] = sum / count;
+            }
           }
-          out[bin] = sum / count;
-        }
-      }
-    }
+        });
   });
 }
 
 // The same sums over channels-last features, into a channels-last output: per bin, the
 // sampling points outside, the channels inside (contiguous on both sides).
 template <typename T>
-void forward_impl_nhwc(const T* input, const T* rois, int64_t num_rois, int64_t channels,
-                       int64_t height, int64_t width, int64_t pooled_height, int64_t pooled_width,
-                       int64_t sampling_ratio, bool aligned, T spatial_scale, T* output) {
-  const int64_t bins = pooled_height * pooled_width;
-  at::parallel_for(0, num_rois, 1, [&](int64_t begin, int64_t end) {
-    std::vector<SamplePoint<T>> points;
-    for (int64_t n = begin; n < end; ++n) {
-      const RoiGeometry<T> g(rois + n * 5, spatial_scale, pooled_height, pooled_width,
-                             sampling_ratio, aligned);
-      sample_points(g, height, width, pooled_height, pooled_width, points);
-      const int samples = g.samples_nothing() ? 0 : g.samples_per_bin();
-      const T count = static_cast<T>(std::max(g.samples_per_bin(), 1));
-      const T* in = input + g.batch_index * height * width * channels;
-      const SamplePoint<T>* p = points.data();
-      for (int64_t bin = 0; bin < bins; ++bin) {
-        T* out = output + (n * bins + bin) * channels;  // zeroed by the caller
-        for (int s = 0; s < samples; ++s, ++p) {
-          const T* a = in + p->pos1 * channels;
-          const T* b = in + p->pos2 * channels;
-          const T* c = in + p->pos3 * channels;
-          const T* d = in + p->pos4 * channels;
-          for (int64_t k = 0; k < channels; ++k)
-            out[k] += p->w1 * a[k] + p->w2 * b[k] + p->w3 * c[k] + p->w4 * d[k];
-        }
-        for (int64_t k = 0; k < channels; ++k)
-          out[k] = out[k] / count;
-      }
-    }
+void forward_impl_nhwc(const RoiAlignCall<T>& a, const T* input, T* output) {
+  const int64_t channels = a.channels;
+  const int64_t bins = a.bins();
+  at::parallel_for(0, a.num_rois, 1, [&](int64_t begin, int64_t end) {
+    for_each_roi(
+        a, begin, end,
+        [&](int64_t n, const RoiGeometry<T>& g, const SamplePoint<T>* points, int samples) {
+          const T count = static_cast<T>(std::max(g.samples_per_bin(), 1));
+          const T* in = input + g.batch_index * a.height * a.width * channels;
+          const SamplePoint<T>* p = points;
+          for (int64_t bin = 0; bin < bins; ++bin) {
+            T* out = output + (n * bins + bin) * channels;  // zeroed by the caller
+            for (int s = 0; s < samples; ++s, ++p) {
+              const T* v1 = in + p->pos1 * channels;
+              const T* v2 = in + p->pos2 * channels;
+              const T* v3 = in + p->pos3 * channels;
+              const T* v4 = in + p->pos4 * channels;
+              for (int64_t k = 0; k < channels; ++k)
+                out[k] += p->w1 * v1[k] + p->w2 * v2[k] + p->w3 * v3[k] + p->w4 * v4[k];
+            }
+            for (int64_t k = 0; k < channels; ++k)
+              out[k] = out[k] / count;
+          }
+        });
   });
 }
 
 template <typename T>
-void backward_impl(const at::Tensor& grad, const T* rois, int64_t num_rois, int64_t channels,
-                   int64_t height, int64_t width, int64_t pooled_height, int64_t pooled_width,
-                   int64_t sampling_ratio, bool aligned, T spatial_scale, T* grad_input) {
-  const int64_t plane = height * width;
+void backward_impl(const RoiAlignCall<T>& a, const at::Tensor& grad, T* grad_input) {
+  const int64_t plane = a.height * a.width;
   const T* go = grad.const_data_ptr<T>();
   const int64_t sn = grad.stride(0), sc = grad.stride(1), sh = grad.stride(2), sw = grad.stride(3);
-  at::parallel_for(0, channels, 1, [&](int64_t c_begin, int64_t c_end) {
-    std::vector<SamplePoint<T>> points;
-    for (int64_t n = 0; n < num_rois; ++n) {
-      const RoiGeometry<T> g(rois + n * 5, spatial_scale, pooled_height, pooled_width,
-                             sampling_ratio, aligned);
-      sample_points(g, height, width, pooled_height, pooled_width, points);
-      const int samples = g.samples_nothing() ? 0 : g.samples_per_bin();
-      const T count = static_cast<T>(g.samples_per_bin());
-      for (int64_t c = c_begin; c < c_end; ++c) {
-        T* gi = grad_input + (g.batch_index * channels + c) * plane;
-        const SamplePoint<T>* p = points.data();
-        for (int64_t ph = 0; ph < pooled_height; ++ph) {
-          for (int64_t pw = 0; pw < pooled_width; ++pw) {
-            const T g_bin = go[n * sn + c * sc + ph * sh + pw * sw];
-            for (int s = 0; s < samples; ++s, ++p) {
-              if (!p->valid) continue;
-              gi[p->pos1] += g_bin * p->w1 / count;
-              gi[p->pos2] += g_bin * p->w2 / count;
-              gi[p->pos3] += g_bin * p->w3 / count;
-              gi[p->pos4] += g_bin * p->w4 / count;
+  at::parallel_for(0, a.channels, 1, [&](int64_t c_begin, int64_t c_end) {
+    for_each_roi(
+        a, 0, a.num_rois,
+        [&](int64_t n, const RoiGeometry<T>& g, const SamplePoint<T>* points, int samples) {
+          const T count = static_cast<T>(g.samples_per_bin());
+          for (int64_t c = c_begin; c < c_end; ++c) {
+            T* gi = grad_input + (g.batch_index * a.channels + c) * plane;
+            const SamplePoint<T>* p = points;
+            for (int64_t ph = 0; ph < a.pooled_height; ++ph) {
+              for (int64_t pw = 0; pw < a.pooled_width; ++pw) {
+                const T g_bin = go[n * sn + c * sc + ph * sh + pw * sw];
+                for (int s = 0; s < samples; ++s, ++p) {
+                  if (!p->valid) continue;
+                  gi[p->pos1] += g_bin * p->w1 / count;
+                  gi[p->pos2] += g_bin * p->w2 / count;
+                  gi[p->pos3] += g_bin * p->w3 / count;
+                  gi[p->pos4] += g_bin * p->w4 / count;
+                }
+              }
             }
           }
-        }
-      }
-    }
+        });
   });
 }
 
 // The gradient into channels-last features: threads split the channels as above, and each
 // visits the RoIs, bins and sampling points in the same order, its channels innermost.
 template <typename T>
-void backward_impl_nhwc(const at::Tensor& grad, const T* rois, int64_t num_rois, int64_t channels,
-                        int64_t height, int64_t width, int64_t pooled_height, int64_t pooled_width,
-                        int64_t sampling_ratio, bool aligned, T spatial_scale, T* grad_input) {
+void backward_impl_nhwc(const RoiAlignCall<T>& a, const at::Tensor& grad, T* grad_input) {
+  const int64_t channels = a.channels;
   const T* go = grad.const_data_ptr<T>();
   const int64_t sn = grad.stride(0), sc = grad.stride(1), sh = grad.stride(2), sw = grad.stride(3);
   at::parallel_for(0, channels, 1, [&](int64_t c_begin, int64_t c_end) {
-    std::vector<SamplePoint<T>> points;
-    for (int64_t n = 0; n < num_rois; ++n) {
-      const RoiGeometry<T> g(rois + n * 5, spatial_scale, pooled_height, pooled_width,
-                             sampling_ratio, aligned);
-      sample_points(g, height, width, pooled_height, pooled_width, points);
-      const int samples = g.samples_nothing() ? 0 : g.samples_per_bin();
-      const T count = static_cast<T>(g.samples_per_bin());
-      T* gi = grad_input + g.batch_index * height * width * channels;
-      const SamplePoint<T>* p = points.data();
-      for (int64_t ph = 0; ph < pooled_height; ++ph) {
-        for (int64_t pw = 0; pw < pooled_width; ++pw) {
-          const T* g_bin = go + n * sn + ph * sh + pw * sw;
-          for (int s = 0; s < samples; ++s, ++p) {
-            if (!p->valid) continue;
-            for (int64_t c = c_begin; c < c_end; ++c) {
-              const T v = g_bin[c * sc];
-              gi[p->pos1 * channels + c] += v * p->w1 / count;
-              gi[p->pos2 * channels + c] += v * p->w2 / count;
-              gi[p->pos3 * channels + c] += v * p->w3 / count;
-              gi[p->pos4 * channels + c] += v * p->w4 / count;
+    for_each_roi(
+        a, 0, a.num_rois,
+        [&](int64_t n, const RoiGeometry<T>& g, const SamplePoint<T>* points, int samples) {
+          const T count = static_cast<T>(g.samples_per_bin());
+          T* gi = grad_input + g.batch_index * a.height * a.width * channels;
+          const SamplePoint<T>* p = points;
+          for (int64_t ph = 0; ph < a.pooled_height; ++ph) {
+            for (int64_t pw = 0; pw < a.pooled_width; ++pw) {
+              const T* g_bin = go + n * sn + ph * sh + pw * sw;
+              for (int s = 0; s < samples; ++s, ++p) {
+                if (!p->valid) continue;
+                for (int64_t c = c_begin; c < c_end; ++c) {
+                  const T v = g_bin[c * sc];
+                  gi[p->pos1 * channels + c] += v * p->w1 / count;
+                  gi[p->pos2 * channels + c] += v * p->w2 / count;
+                  gi[p->pos3 * channels + c] += v * p->w3 / count;
+                  gi[p->pos4 * channels + c] += v * p->w4 / count;
+                }
+              }
             }
           }
-        }
-      }
-    }
+        });
   });
 }
 
@@ -226,11 +234,19 @@ at::Tensor roi_align_forward_cpu(const at::Tensor& input, const at::Tensor& rois
   const at::Tensor in = input.contiguous(layout);
   const at::Tensor r = rois.contiguous();
   AT_DISPATCH_FLOATING_TYPES(input.scalar_type(), "roi_align_forward_cpu", [&] {
+    const RoiAlignCall<scalar_t> call{r.const_data_ptr<scalar_t>(),
+                                      num_rois,
+                                      channels,
+                                      input.size(2),
+                                      input.size(3),
+                                      pooled_height,
+                                      pooled_width,
+                                      sampling_ratio,
+                                      aligned,
+                                      static_cast<scalar_t>(spatial_scale)};
     const auto kernel = layout == at::MemoryFormat::ChannelsLast ? forward_impl_nhwc<scalar_t>
                                                                  : forward_impl<scalar_t>;
-    kernel(in.const_data_ptr<scalar_t>(), r.const_data_ptr<scalar_t>(), num_rois, channels,
-           input.size(2), input.size(3), pooled_height, pooled_width, sampling_ratio, aligned,
-           static_cast<scalar_t>(spatial_scale), output.mutable_data_ptr<scalar_t>());
+    kernel(call, in.const_data_ptr<scalar_t>(), output.mutable_data_ptr<scalar_t>());
   });
   return output;
 }
@@ -257,16 +273,25 @@ at::Tensor roi_align_backward_cpu(const at::Tensor& grad, const at::Tensor& rois
   const at::MemoryFormat layout =
       channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
   at::Tensor grad_input =
-      at::empty({batch_size, channels, height, width}, grad.options().memory_format(layout)).zero_();
+      at::empty({batch_size, channels, height, width}, grad.options().memory_format(layout))
+          .zero_();
   if (grad.numel() == 0 || grad_input.numel() == 0) return grad_input;
   check_batch_indices("roi_align_backward", rois, batch_size);
 
   const at::Tensor r = rois.contiguous();
   AT_DISPATCH_FLOATING_TYPES(grad.scalar_type(), "roi_align_backward_cpu", [&] {
+    const RoiAlignCall<scalar_t> call{r.const_data_ptr<scalar_t>(),
+                                      rois.size(0),
+                                      channels,
+                                      height,
+                                      width,
+                                      pooled_height,
+                                      pooled_width,
+                                      sampling_ratio,
+                                      aligned,
+                                      static_cast<scalar_t>(spatial_scale)};
     const auto kernel = channels_last ? backward_impl_nhwc<scalar_t> : backward_impl<scalar_t>;
-    kernel(grad, r.const_data_ptr<scalar_t>(), rois.size(0), channels, height, width,
-           pooled_height, pooled_width, sampling_ratio, aligned,
-           static_cast<scalar_t>(spatial_scale), grad_input.mutable_data_ptr<scalar_t>());
+    kernel(call, grad, grad_input.mutable_data_ptr<scalar_t>());
   });
   return grad_input;
 }
