@@ -1,10 +1,11 @@
 // Ground-truth masks as the loader keeps them: each instance's mask cropped to the window that
 // holds its pixels, so that an image with many small objects costs what its objects cover, not
 // its size times their number (800 objects on a 1024 x 1024 image: under a megabyte instead of
-// 800). The mask loss expands only the instances its positive RoIs matched.
+// 800). The mask loss reads its targets from the crops (ops::mask_targets_cropped).
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 
 #include <cstdint>
 
@@ -19,8 +20,8 @@ struct CroppedMasks {
   int64_t size() const { return windows.defined() ? windows.size(0) : 0; }
 };
 
-// The masks `rows` (int64 [K], each < masks.size()) at the image's size: uint8 [K, H, W].
-at::Tensor expandMasks(const CroppedMasks& masks, const at::Tensor& rows);
+// The same crops on `device` (copies that do not wait where the source allows it).
+CroppedMasks toDevice(const CroppedMasks& masks, const c10::Device& device);
 
 // The instances `rows` only (the crops' bytes are shared).
 CroppedMasks selectMasks(const CroppedMasks& masks, const at::Tensor& rows);

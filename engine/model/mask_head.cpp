@@ -93,10 +93,22 @@ at::Tensor MaskRCNNPredictorImpl::forward(const at::Tensor& x) {
   return mask_fcn_logits_->forward(relu_->forward(conv5_mask_->forward(x)));
 }
 
-at::Tensor maskRCNNLoss(const at::Tensor& mask_logits, const std::vector<at::Tensor>& proposals,
-                        const std::vector<at::Tensor>& gt_masks,
-                        const std::vector<at::Tensor>& gt_labels,
-                        const std::vector<at::Tensor>& matched_idxs) {
+namespace {
+
+int64_t maskCount(const at::Tensor& masks) {
+  return masks.size(0);
+}
+int64_t maskCount(const CroppedMasks& masks) {
+  return masks.size();
+}
+
+// The loss from each image's targets: `targets_of(i, m)` the M x M targets of image i's
+// positive proposals; one entry per image in every vector (their sizes checked here).
+template <typename GtMasks, typename TargetsOf>
+at::Tensor lossFromTargets(const at::Tensor& mask_logits, const std::vector<at::Tensor>& proposals,
+                           const std::vector<GtMasks>& gt_masks,
+                           const std::vector<at::Tensor>& gt_labels,
+                           const std::vector<at::Tensor>& matched_idxs, TargetsOf targets_of) {
   TORCH_CHECK(mask_logits.dim() == 4 && mask_logits.size(2) == mask_logits.size(3),
               "maskRCNNLoss: mask_logits must be [R, C, M, M], got ", mask_logits.sizes());
   TORCH_CHECK(proposals.size() == gt_masks.size() && proposals.size() == gt_labels.size() &&
@@ -109,12 +121,10 @@ at::Tensor maskRCNNLoss(const at::Tensor& mask_logits, const std::vector<at::Ten
   std::vector<at::Tensor> labels, targets;
   int64_t rois = 0;
   for (size_t i = 0; i < proposals.size(); ++i) {
-    TORCH_CHECK(gt_labels[i].dim() == 1 && gt_labels[i].size(0) == gt_masks[i].size(0),
-                "maskRCNNLoss: image ", i, " has ", gt_masks[i].size(0),
+    TORCH_CHECK(gt_labels[i].dim() == 1 && gt_labels[i].size(0) == maskCount(gt_masks[i]),
+                "maskRCNNLoss: image ", i, " has ", maskCount(gt_masks[i]),
                 " ground-truth masks but gt_labels ", gt_labels[i].sizes());
-    // Targets: the matched mask under each RoI (ops/mask_targets.h); no gradient flows to
-    // the proposals, as in torchvision (they are detached there).
-    targets.push_back(ops::mask_targets(gt_masks[i], proposals[i].detach(), matched_idxs[i], m));
+    targets.push_back(targets_of(i, m));
     labels.push_back(gt_labels[i].index({matched_idxs[i]}));
     rois += proposals[i].size(0);
   }
@@ -127,6 +137,32 @@ at::Tensor maskRCNNLoss(const at::Tensor& mask_logits, const std::vector<at::Ten
   // Each RoI's map of its ground-truth class, averaged over every pixel of every RoI.
   return at::binary_cross_entropy_with_logits(mask_logits.index({rows, label}),
                                               target.to(mask_logits.scalar_type()));
+}
+
+}  // namespace
+
+// Targets: the matched mask under each RoI (ops/mask_targets.h); no gradient flows to the
+// proposals, as in torchvision (they are detached there).
+at::Tensor maskRCNNLoss(const at::Tensor& mask_logits, const std::vector<at::Tensor>& proposals,
+                        const std::vector<at::Tensor>& gt_masks,
+                        const std::vector<at::Tensor>& gt_labels,
+                        const std::vector<at::Tensor>& matched_idxs) {
+  return lossFromTargets(
+      mask_logits, proposals, gt_masks, gt_labels, matched_idxs, [&](size_t i, int64_t m) {
+        return ops::mask_targets(gt_masks[i], proposals[i].detach(), matched_idxs[i], m);
+      });
+}
+
+at::Tensor maskRCNNLoss(const at::Tensor& mask_logits, const std::vector<at::Tensor>& proposals,
+                        const std::vector<CroppedMasks>& gt_masks,
+                        const std::vector<at::Tensor>& gt_labels,
+                        const std::vector<at::Tensor>& matched_idxs) {
+  return lossFromTargets(
+      mask_logits, proposals, gt_masks, gt_labels, matched_idxs, [&](size_t i, int64_t m) {
+        const CroppedMasks& c = gt_masks[i];
+        return ops::mask_targets_cropped(c.data, c.windows, c.offsets, c.height, c.width,
+                                         proposals[i].detach(), matched_idxs[i], m);
+      });
 }
 
 std::vector<at::Tensor> maskRCNNInference(const at::Tensor& mask_logits,

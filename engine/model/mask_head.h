@@ -23,6 +23,8 @@
 #include <utility>
 #include <vector>
 
+#include "engine/model/cropped_masks.h"
+
 namespace mrcnn::model {
 
 struct MaskHeadOptions {
@@ -67,6 +69,13 @@ TORCH_MODULE(MaskRCNNPredictor);
 // mask_logits.sum() * 0 when there is no positive RoI.
 at::Tensor maskRCNNLoss(const at::Tensor& mask_logits, const std::vector<at::Tensor>& proposals,
                         const std::vector<at::Tensor>& gt_masks,
+                        const std::vector<at::Tensor>& gt_labels,
+                        const std::vector<at::Tensor>& matched_idxs);
+// The same loss with each image's ground-truth masks as the loader crops them: the targets
+// read from the crops (ops::mask_targets_cropped), the same values bit for bit, no mask made
+// whole. The crops, labels and indices on the proposals' device.
+at::Tensor maskRCNNLoss(const at::Tensor& mask_logits, const std::vector<at::Tensor>& proposals,
+                        const std::vector<CroppedMasks>& gt_masks,
                         const std::vector<at::Tensor>& gt_labels,
                         const std::vector<at::Tensor>& matched_idxs);
 

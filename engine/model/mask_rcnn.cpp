@@ -23,6 +23,14 @@ MaskRCNNOptions MaskRCNNOptions::torchvisionResNet50FPN(int64_t num_classes) {
   return o;
 }
 
+void moveToDevice(MaskRCNNTargets& targets, const c10::Device& device) {
+  for (auto* list : {&targets.boxes, &targets.labels, &targets.masks})
+    for (at::Tensor& t : *list)
+      t = t.to(device, /*non_blocking=*/true);
+  for (CroppedMasks& m : targets.mask_crops)
+    m = toDevice(m, device);
+}
+
 MaskRCNNImpl::MaskRCNNImpl(MaskRCNNOptions options, std::optional<at::Generator> generator)
     : options_(std::move(options)) {
   TORCH_CHECK(options_.roi_heads.min_level == options_.backbone.min_level &&
@@ -195,14 +203,13 @@ StateDict MaskRCNNImpl::torchvisionState() const {
 void MaskRCNNImpl::prepareForInference() {
   eval();
   setConvWeightLayout(*this, channelsLastFor(options_.layout) ? at::MemoryFormat::ChannelsLast
-                                                               : at::MemoryFormat::Contiguous);
+                                                              : at::MemoryFormat::Contiguous);
   if (options_.backbone.resnet.frozen_bn) backbone_->body()->foldFrozenBatchNorm();
 }
 
 at::Tensor MaskRCNNImpl::inLayout(const at::Tensor& images) {
-  const at::MemoryFormat format = channelsLastFor(options_.layout)
-                                      ? at::MemoryFormat::ChannelsLast
-                                      : at::MemoryFormat::Contiguous;
+  const at::MemoryFormat format = channelsLastFor(options_.layout) ? at::MemoryFormat::ChannelsLast
+                                                                   : at::MemoryFormat::Contiguous;
   setConvWeightLayout(*this, format);
   return images.contiguous(format);
 }

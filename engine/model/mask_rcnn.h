@@ -72,6 +72,9 @@ struct MaskRCNNTargets {
   std::vector<uint64_t> sample_keys;
 };
 
+// The targets' tensors (boxes, labels, whole or cropped masks) on `device`, in place.
+void moveToDevice(MaskRCNNTargets& targets, const c10::Device& device);
+
 // The five loss components (each unweighted, as torchvision names them) and the weighted
 // total training minimises: objectness + rpn_box * rpn_box_loss_weight + classifier +
 // box_reg * box_loss_weight + mask * mask_loss_weight.
@@ -140,8 +143,8 @@ class MaskRCNNImpl : public torch::nn::Module {
   // Every (old name, current name) pair torchvision has used, from the model's root.
   std::vector<std::pair<std::string, std::string>> legacyParameterNames() const;
 
-  // Inference speed: puts the convolution weights in options().layout and folds the frozen batch norms into their convolutions (undone
-  // by train(true) or by loading weights).
+  // Inference speed: puts the convolution weights in options().layout and folds the frozen batch
+  // norms into their convolutions (undone by train(true) or by loading weights).
   void prepareForInference();
 
  private:

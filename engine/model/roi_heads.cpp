@@ -179,8 +179,9 @@ RoIHeadsImpl::Sample RoIHeadsImpl::selectTrainingSamples(const std::vector<at::T
               targets.labels.size(), " images in a batch of ", num_images);
   const bool cropped = targets.masks.empty() && !targets.mask_crops.empty();
   const size_t mask_images = cropped ? targets.mask_crops.size() : targets.masks.size();
-  TORCH_CHECK(!options_.with_masks || mask_images == num_images, "RoIHeads: ground-truth masks for ",
-              mask_images, " images in a batch of ", num_images);
+  TORCH_CHECK(!options_.with_masks || mask_images == num_images,
+              "RoIHeads: ground-truth masks for ", mask_images, " images in a batch of ",
+              num_images);
 
   std::vector<at::Tensor> all_rois, gt_boxes, matched, labels;
   for (size_t i = 0; i < num_images; ++i) {
@@ -206,7 +207,8 @@ RoIHeadsImpl::Sample RoIHeadsImpl::selectTrainingSamples(const std::vector<at::T
     }
     if (options_.with_masks && cropped) {
       TORCH_CHECK(targets.mask_crops[i].size() == b.size(0), "RoIHeads: image ", i, ": ",
-                  targets.mask_crops[i].size(), " cropped ground-truth masks for ", b.size(0), " boxes");
+                  targets.mask_crops[i].size(), " cropped ground-truth masks for ", b.size(0),
+                  " boxes");
     } else if (options_.with_masks) {
       const at::Tensor& m = targets.masks[i];
       TORCH_CHECK(m.dim() == 3 && m.size(0) == b.size(0), "RoIHeads: image ", i,
@@ -368,17 +370,9 @@ RoIHeadsLosses RoIHeadsImpl::trainingLosses(const std::vector<at::Tensor>& maps,
     }
     const at::Tensor logits = maskLogits(maps, positive_rois, sizes);
     if (targets.masks.empty() && !targets.mask_crops.empty()) {
-      // Cropped masks: only the instances the positive RoIs matched are made whole (at most
-      // the positives' count an image, whatever the number of objects).
-      std::vector<at::Tensor> masks, labels;
-      for (size_t i = 0; i < positive_matched.size(); ++i) {
-        auto [used, inverse, counts] = at::_unique2(positive_matched[i], /*sorted=*/true,
-                                                    /*return_inverse=*/true, /*return_counts=*/false);
-        masks.push_back(expandMasks(targets.mask_crops[i], used).to(positive_rois[i].device()));
-        labels.push_back(targets.labels[i].index_select(0, used.to(targets.labels[i].device())));
-        positive_matched[i] = inverse.reshape({-1});
-      }
-      losses.mask = maskRCNNLoss(logits, positive_rois, masks, labels, positive_matched);
+      // Cropped masks: the targets are read from the crops, no mask is made whole.
+      losses.mask =
+          maskRCNNLoss(logits, positive_rois, targets.mask_crops, targets.labels, positive_matched);
     } else {
       losses.mask =
           maskRCNNLoss(logits, positive_rois, targets.masks, targets.labels, positive_matched);

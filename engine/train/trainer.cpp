@@ -9,8 +9,8 @@
 
 #include "dataset/loader/sample_order.h"
 #include "engine/exit_codes.h"
-#include "engine/setup/data_setup.h"
 #include "engine/runtime/autocast_scope.h"
+#include "engine/setup/data_setup.h"
 #include "engine/train/loss_scaler.h"
 #include "engine/train/solver.h"
 #include "engine/train/stop_signal.h"
@@ -106,12 +106,7 @@ MicroBatch Trainer::forward(const dataset::Batch& batch, model::MaskRCNNLosses& 
   for (const dataset::ImageMeta& m : batch.meta)
     targets.sample_keys.push_back(sampleKey(options_.seed, batch.epoch, m.source_index));
   const c10::Device& device = options_.device;
-  for (auto& t : targets.boxes)
-    t = t.to(device);
-  for (auto& t : targets.labels)
-    t = t.to(device);
-  for (auto& t : targets.masks)
-    t = t.to(device);
+  model::moveToDevice(targets, device);
   {
     AutocastScope autocast(options_.amp, device.type(), options_.amp_dtype);
     losses = net_.losses(engine::batchImages(batch).to(device), engine::batchSizes(batch), targets);

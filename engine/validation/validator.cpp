@@ -18,8 +18,8 @@
 #include "engine/inference/libtorch_backend.h"
 #include "engine/inference/tiled_backend.h"
 #include "engine/model/postprocess.h"
-#include "engine/setup/data_setup.h"
 #include "engine/runtime/autocast_scope.h"
+#include "engine/setup/data_setup.h"
 #include "engine/validation/validation_overlay.h"
 
 namespace mrcnn::engine {
@@ -309,9 +309,7 @@ void Validator::detectBatches(model::MaskRCNNImpl& model, const c10::Device& dev
                       if (!compute_losses_) return model.detect(images.to(device), sizes);
                       model::MaskRCNNTargets targets =
                           lossTargets(*batch, members, options_, model.numClasses(), masks);
-                      for (auto* list : {&targets.boxes, &targets.labels, &targets.masks})
-                        for (at::Tensor& t : *list)
-                          t = t.to(device);
+                      model::moveToDevice(targets, device);
                       model::MaskRCNNValidation v =
                           model.validate(images.to(device), sizes, targets);
                       collected.sums.add(v.losses, members.size());
@@ -358,9 +356,8 @@ void Validator::detectTiles(model::MaskRCNNImpl& model, const c10::Device& devic
                                  .message = std::move(read.problem->second)});
       continue;
     }
-    collected.per_image.push_back(evalDetections(tiled->detect({read.image}).front(),
-                                                 read.image_id, static_cast<uint32_t>(i),
-                                                 category_ids_));
+    collected.per_image.push_back(evalDetections(tiled->detect({read.image}).front(), read.image_id,
+                                                 static_cast<uint32_t>(i), category_ids_));
     ++result.images;
   }
 }

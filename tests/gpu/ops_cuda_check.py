@@ -297,6 +297,42 @@ class Checks:
                 raise AssertionError(f"G={g_count} P={p_count}: vs torchvision {e1:.2e}, vs float64 CPU {e2:.2e}")
         return f"uint8 masks, 300 RoIs and none: vs torchvision's roi_align of the masks <= 1e-5, vs float64 {worst:.1e}"
 
+    def mask_targets_cropped(self, gen):
+        """The targets read from the masks' crops (the loader's windows) equal those of the
+        whole masks on the GPU bit for bit (the same sampling, only the reads differ), and a
+        matched index or a window out of range gives NaN for its RoI (no host check)."""
+        g_count, h, w = 6, 90, 130
+        masks = torch.zeros(g_count, h, w, dtype=torch.uint8)
+        windows, crops, offsets, at = [], [], [], 0
+        for g in range(g_count - 1):  # the last mask stays empty: a 0 x 0 window
+            y0, x0 = int(torch.randint(0, h - 10, (1,), generator=gen)), int(torch.randint(0, w - 10, (1,), generator=gen))
+            ch, cw = int(torch.randint(1, h - y0 + 1, (1,), generator=gen)), int(torch.randint(1, w - x0 + 1, (1,), generator=gen))
+            masks[g, y0:y0 + ch, x0:x0 + cw] = (torch.rand(ch, cw, generator=gen) > 0.3).to(torch.uint8)
+            windows.append([x0, y0, cw, ch])
+            crops.append(masks[g, y0:y0 + ch, x0:x0 + cw].reshape(-1))
+            offsets.append(at)
+            at += ch * cw
+        windows.append([0, 0, 0, 0])
+        offsets.append(at)
+        data = torch.cat(crops).cuda()
+        win = torch.tensor(windows, dtype=torch.int64).cuda()
+        off = torch.tensor(offsets, dtype=torch.int64).cuda()
+        rois = random_boxes(gen, 400, 130).cuda()
+        matched = torch.randint(0, g_count, (400,), generator=gen).cuda()
+        ours = torch.ops.mrcnn.mask_targets_cropped(data, win, off, h, w, rois, matched, 28)
+        whole = torch.ops.mrcnn.mask_targets(masks.cuda(), rois, matched, 28)
+        if not torch.equal(ours, whole):
+            raise AssertionError(f"cropped vs whole: max |diff| {(ours - whole).abs().max().item():.2e}")
+        bad = matched.clone()
+        bad[0] = g_count
+        bad_win = win.clone()
+        bad_win[int(matched[1])] = torch.tensor([w - 2, 0, 5, 5])
+        if not torch.isnan(torch.ops.mrcnn.mask_targets_cropped(data, win, off, h, w, rois, bad, 28)[0]).all():
+            raise AssertionError("an index out of range did not give NaN")
+        if not torch.isnan(torch.ops.mrcnn.mask_targets_cropped(data, bad_win, off, h, w, rois, matched, 28)[1]).all():
+            raise AssertionError("a window outside the image did not give NaN")
+        return "400 RoIs on 6 cropped masks (one empty): equal to the whole masks' targets; bad index or window -> NaN"
+
     def paste_masks(self, dtype):
         def check(gen):
             from torchvision.models.detection.roi_heads import paste_masks_in_image
@@ -334,7 +370,7 @@ def main():
 
     torch.ops.load_library(args.library)
     names = ["roi_align", "_roi_align_backward", "nms", "box_iou", "encode_boxes", "decode_boxes",
-             "mask_targets", "paste_masks", "paste_masks_binary"]
+             "mask_targets", "mask_targets_cropped", "paste_masks", "paste_masks_binary"]
     missing = [n for n in names if not torch._C._dispatch_has_kernel_for_dispatch_key(f"mrcnn::{n}", "CUDA")]
     report = {"torch": torch.__version__, "library": args.library, "checks": []}
     if missing:
@@ -373,6 +409,7 @@ def main():
     c.run("batched_nms", c.batched_nms)
     c.run("box coder", c.box_coder)
     c.run("mask_targets", c.mask_targets)
+    c.run("mask_targets_cropped", c.mask_targets_cropped)
     report["checks"] = c.results
     failed = [r for r in c.results if not r["ok"]]
     for r in c.results:

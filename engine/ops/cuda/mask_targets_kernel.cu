@@ -1,5 +1,6 @@
-// CUDA kernel of mrcnn::mask_targets: one thread per target pixel, torchvision's RoIAlign
-// geometry (roi_align_geometry.h) on the RoI's matched mask, read in its own dtype.
+// CUDA kernels of mrcnn::mask_targets and mrcnn::mask_targets_cropped: one thread per target
+// pixel, torchvision's RoIAlign geometry (roi_align_geometry.h) on the RoI's matched mask, read
+// in its own dtype from the whole mask or from its crop (mask_target_sources.h).
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/cuda/CUDAContext.h>
@@ -12,15 +13,16 @@
 #include <limits>
 
 #include "engine/ops/cuda/launch.cuh"
+#include "engine/ops/mask_target_sources.h"
 #include "engine/ops/mask_targets_checks.h"
 #include "engine/ops/roi_align_geometry.h"
 
 namespace mrcnn::ops::cuda {
 namespace {
 
-template <typename T, typename MaskT>
-__global__ void mask_targets_kernel(int64_t total, const MaskT* __restrict__ masks,
-                                    int64_t num_masks, int64_t height, int64_t width,
+// masks: WholeMasks or CroppedMaskSet.
+template <typename T, typename Masks>
+__global__ void mask_targets_kernel(int64_t total, Masks masks, int64_t height, int64_t width,
                                     const T* __restrict__ rois, const int64_t* __restrict__ matched,
                                     int64_t M, T* __restrict__ out) {
   MRCNN_GRID_STRIDE_LOOP(index, total) {
@@ -28,22 +30,22 @@ __global__ void mask_targets_kernel(int64_t total, const MaskT* __restrict__ mas
     const int64_t ph = (index / M) % M;
     const int64_t k = index / M / M;
     const int64_t g_index = matched[k];
-    if (g_index < 0 || g_index >= num_masks) {  // checking on the host would synchronise
+    if (!masks.readable(g_index)) {  // checking on the host would synchronise
       out[index] = std::numeric_limits<T>::quiet_NaN();
       continue;
     }
     const T roi[5] = {static_cast<T>(g_index), rois[k * 4], rois[k * 4 + 1], rois[k * 4 + 2],
                       rois[k * 4 + 3]};
     const detail::RoiGeometry<T> g(roi, T(1), M, M, /*sampling_ratio=*/-1, /*aligned=*/false);
-    const MaskT* in = masks + g_index * height * width;
+    const auto in = masks[g_index];
     T sum = 0;
     for (int iy = 0; iy < g.grid_h; ++iy) {
       const T y = g.sample_y(ph, iy);
       for (int ix = 0; ix < g.grid_w; ++ix) {
         const auto p = detail::bilinear_point(height, width, y, g.sample_x(pw, ix));
         if (!p.valid) continue;
-        sum += p.w1 * static_cast<T>(in[p.pos1]) + p.w2 * static_cast<T>(in[p.pos2]) +
-               p.w3 * static_cast<T>(in[p.pos3]) + p.w4 * static_cast<T>(in[p.pos4]);
+        sum += p.w1 * static_cast<T>(in(p.pos1)) + p.w2 * static_cast<T>(in(p.pos2)) +
+               p.w3 * static_cast<T>(in(p.pos3)) + p.w4 * static_cast<T>(in(p.pos4));
       }
     }
     const int samples = g.samples_per_bin();
@@ -51,15 +53,23 @@ __global__ void mask_targets_kernel(int64_t total, const MaskT* __restrict__ mas
   }
 }
 
+template <typename T, typename Masks>
+void launch_on(const Masks& masks, int64_t height, int64_t width, const at::Tensor& rois,
+               const at::Tensor& matched, int64_t M, at::Tensor& out) {
+  const int64_t total = out.numel();
+  cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  mask_targets_kernel<T, Masks><<<blocks_for(total), kThreads, 0, stream>>>(
+      total, masks, height, width, rois.const_data_ptr<T>(), matched.const_data_ptr<int64_t>(), M,
+      out.mutable_data_ptr<T>());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
 template <typename T, typename MaskT>
 void launch(const at::Tensor& masks, const at::Tensor& rois, const at::Tensor& matched, int64_t M,
             at::Tensor& out) {
-  const int64_t total = out.numel();
-  cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-  mask_targets_kernel<T, MaskT><<<blocks_for(total), kThreads, 0, stream>>>(
-      total, masks.const_data_ptr<MaskT>(), masks.size(0), masks.size(1), masks.size(2),
-      rois.const_data_ptr<T>(), matched.const_data_ptr<int64_t>(), M, out.mutable_data_ptr<T>());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  const int64_t h = masks.size(1), w = masks.size(2);
+  const detail::WholeMasks<MaskT> whole{masks.const_data_ptr<MaskT>(), masks.size(0), h * w};
+  launch_on<T>(whole, h, w, rois, matched, M, out);
 }
 
 at::Tensor mask_targets_cuda(const at::Tensor& gt_masks, const at::Tensor& rois,
@@ -90,9 +100,37 @@ at::Tensor mask_targets_cuda(const at::Tensor& gt_masks, const at::Tensor& rois,
   return out;
 }
 
+at::Tensor mask_targets_cropped_cuda(const at::Tensor& crops, const at::Tensor& windows,
+                                     const at::Tensor& offsets, int64_t height, int64_t width,
+                                     const at::Tensor& rois, const at::Tensor& matched_idxs,
+                                     int64_t M) {
+  detail::check_mask_targets_cropped_args(crops, windows, offsets, height, width, rois,
+                                          matched_idxs, M);
+  TORCH_CHECK(rois.is_cuda(), "mask_targets_cropped: the CUDA kernel got a ", rois.device(),
+              " tensor");
+  const c10::cuda::CUDAGuard device_guard(rois.device());
+  at::Tensor out = at::empty({rois.size(0), M, M}, rois.options());
+  if (out.numel() == 0) return out;
+  const at::Tensor data = crops.contiguous(), win = windows.contiguous(),
+                   off = offsets.contiguous();
+  const at::Tensor r = rois.contiguous();
+  const at::Tensor matched = matched_idxs.contiguous();
+  const detail::CroppedMaskSet set{data.const_data_ptr<uint8_t>(),
+                                   data.numel(),
+                                   win.const_data_ptr<int64_t>(),
+                                   off.const_data_ptr<int64_t>(),
+                                   win.size(0),
+                                   height,
+                                   width};
+  AT_DISPATCH_FLOATING_TYPES(r.scalar_type(), "mask_targets_cropped_cuda",
+                             [&] { launch_on<scalar_t>(set, height, width, r, matched, M, out); });
+  return out;
+}
+
 }  // namespace
 }  // namespace mrcnn::ops::cuda
 
 TORCH_LIBRARY_IMPL(mrcnn, CUDA, m) {
   m.impl("mask_targets", TORCH_FN(mrcnn::ops::cuda::mask_targets_cuda));
+  m.impl("mask_targets_cropped", TORCH_FN(mrcnn::ops::cuda::mask_targets_cropped_cuda));
 }
