@@ -1,7 +1,7 @@
 // Where mrcnn::mask_targets and mrcnn::mask_targets_cropped read a ground-truth mask from,
 // shared by the CPU and CUDA kernels: whole masks [G, H, W], or each mask as the loader keeps
-// it, the crop of its window (0 outside it). Both give a mask's value at an offset y * W + x of
-// the image's plane, so the kernels sample either one the same way, bit for bit.
+// it, the crop of its window (0 outside it). Both give a mask's value at a pixel (y, x) of the
+// image, so the kernels sample either one the same way, bit for bit.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +14,8 @@ namespace mrcnn::ops::detail {
 template <typename MaskT>
 struct PlaneMask {
   const MaskT* plane;
-  MRCNN_HOST_DEVICE MaskT operator()(int64_t pos) const { return plane[pos]; }
+  int64_t width;
+  MRCNN_HOST_DEVICE MaskT operator()(int64_t y, int64_t x) const { return plane[y * width + x]; }
 };
 
 // Whole masks back to back, [G, H, W].
@@ -22,22 +23,26 @@ template <typename MaskT>
 struct WholeMasks {
   const MaskT* data;
   int64_t count;
-  int64_t plane;  // H * W
+  int64_t height, width;
 
   // Whether mask g can be read (the CUDA kernel checks this instead of synchronising).
   MRCNN_HOST_DEVICE bool readable(int64_t g) const { return g >= 0 && g < count; }
-  MRCNN_HOST_DEVICE PlaneMask<MaskT> operator[](int64_t g) const { return {data + g * plane}; }
+  MRCNN_HOST_DEVICE PlaneMask<MaskT> operator[](int64_t g) const {
+    return {data + g * height * width, width};
+  }
 };
 
-// One mask as its crop: the bytes of its window (x0, y0, w x h, row-major) in an image of
-// the given width; every pixel outside the window is 0.
+// One mask as its crop: the bytes of its window (x0, y0, w x h, row-major); every pixel
+// outside the window is 0.
 struct CropMask {
   const uint8_t* crop;
-  int64_t x0, y0, w, h, width;
-  MRCNN_HOST_DEVICE uint8_t operator()(int64_t pos) const {
-    const int64_t y = pos / width - y0;
-    const int64_t x = pos % width - x0;
-    return y >= 0 && y < h && x >= 0 && x < w ? crop[y * w + x] : uint8_t{0};
+  int64_t x0, y0, w, h;
+  MRCNN_HOST_DEVICE uint8_t operator()(int64_t y, int64_t x) const {
+    // Inside the window when 0 <= y - y0 < h and 0 <= x - x0 < w: one unsigned compare each.
+    const auto dy = static_cast<uint64_t>(y - y0), dx = static_cast<uint64_t>(x - x0);
+    return dy < static_cast<uint64_t>(h) && dx < static_cast<uint64_t>(w)
+               ? crop[static_cast<int64_t>(dy) * w + static_cast<int64_t>(dx)]
+               : uint8_t{0};
   }
 };
 
@@ -60,7 +65,7 @@ struct CroppedMaskSet {
   }
   MRCNN_HOST_DEVICE CropMask operator[](int64_t g) const {
     const int64_t* win = windows + 4 * g;
-    return {data + offsets[g], win[0], win[1], win[2], win[3], width};
+    return {data + offsets[g], win[0], win[1], win[2], win[3]};
   }
 };
 

@@ -53,9 +53,53 @@ struct RoiGeometry {
   }
 };
 
-// One sampling point: the four neighbouring pixels (offsets into an H*W plane) and their
-// weights. valid is false for points more than one pixel outside the map: they contribute
-// nothing to the forward pass (zero weights at offset 0) and receive nothing backward.
+// One sampling point's four neighbouring pixels (rows y_low, y_high; columns x_low, x_high)
+// and their weights. valid is false for points more than one pixel outside the map: they
+// contribute nothing to the forward pass (zero weights at pixel (0, 0)) and receive nothing
+// backward.
+template <typename T>
+struct BilinearCorners {
+  int64_t y_low, x_low, y_high, x_high;
+  T w1, w2, w3, w4;  // (y_low, x_low), (y_low, x_high), (y_high, x_low), (y_high, x_high)
+  bool valid;
+};
+
+template <typename T>
+MRCNN_HOST_DEVICE BilinearCorners<T> bilinear_corners(int64_t height, int64_t width, T y, T x) {
+  BilinearCorners<T> c{0, 0, 0, 0, T(0), T(0), T(0), T(0), false};
+  // Written as "not inside" so that NaN coordinates land here too.
+  if (!(y >= -1.0 && y <= static_cast<T>(height) && x >= -1.0 && x <= static_cast<T>(width))) {
+    return c;
+  }
+  if (y <= 0) y = 0;
+  if (x <= 0) x = 0;
+  c.y_low = static_cast<int>(y);
+  c.x_low = static_cast<int>(x);
+  if (c.y_low >= height - 1) {
+    c.y_high = c.y_low = height - 1;
+    y = static_cast<T>(c.y_low);
+  } else {
+    c.y_high = c.y_low + 1;
+  }
+  if (c.x_low >= width - 1) {
+    c.x_high = c.x_low = width - 1;
+    x = static_cast<T>(c.x_low);
+  } else {
+    c.x_high = c.x_low + 1;
+  }
+  const T ly = y - static_cast<T>(c.y_low);
+  const T lx = x - static_cast<T>(c.x_low);
+  const T hy = static_cast<T>(1. - ly);
+  const T hx = static_cast<T>(1. - lx);
+  c.w1 = hy * hx;
+  c.w2 = hy * lx;
+  c.w3 = ly * hx;
+  c.w4 = ly * lx;
+  c.valid = true;
+  return c;
+}
+
+// The same point as offsets into an H*W plane (invalid: zero weights at offset 0).
 template <typename T>
 struct SamplePoint {
   int64_t pos1, pos2, pos3, pos4;
@@ -65,43 +109,16 @@ struct SamplePoint {
 
 template <typename T>
 MRCNN_HOST_DEVICE SamplePoint<T> bilinear_point(int64_t height, int64_t width, T y, T x) {
-  SamplePoint<T> p{0, 0, 0, 0, T(0), T(0), T(0), T(0), false};
-  // Written as "not inside" so that NaN coordinates land here too.
-  if (!(y >= -1.0 && y <= static_cast<T>(height) && x >= -1.0 && x <= static_cast<T>(width))) {
-    return p;
-  }
-  if (y <= 0) y = 0;
-  if (x <= 0) x = 0;
-  int64_t y_low = static_cast<int>(y);
-  int64_t x_low = static_cast<int>(x);
-  int64_t y_high = 0;
-  int64_t x_high = 0;
-  if (y_low >= height - 1) {
-    y_high = y_low = height - 1;
-    y = static_cast<T>(y_low);
-  } else {
-    y_high = y_low + 1;
-  }
-  if (x_low >= width - 1) {
-    x_high = x_low = width - 1;
-    x = static_cast<T>(x_low);
-  } else {
-    x_high = x_low + 1;
-  }
-  const T ly = y - static_cast<T>(y_low);
-  const T lx = x - static_cast<T>(x_low);
-  const T hy = static_cast<T>(1. - ly);
-  const T hx = static_cast<T>(1. - lx);
-  p.w1 = hy * hx;
-  p.w2 = hy * lx;
-  p.w3 = ly * hx;
-  p.w4 = ly * lx;
-  p.pos1 = y_low * width + x_low;
-  p.pos2 = y_low * width + x_high;
-  p.pos3 = y_high * width + x_low;
-  p.pos4 = y_high * width + x_high;
-  p.valid = true;
-  return p;
+  const BilinearCorners<T> c = bilinear_corners(height, width, y, x);
+  return {c.y_low * width + c.x_low,
+          c.y_low * width + c.x_high,
+          c.y_high * width + c.x_low,
+          c.y_high * width + c.x_high,
+          c.w1,
+          c.w2,
+          c.w3,
+          c.w4,
+          c.valid};
 }
 
 }  // namespace mrcnn::ops::detail

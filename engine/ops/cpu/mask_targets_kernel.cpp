@@ -37,10 +37,12 @@ void mask_targets_impl(const Masks& masks, int64_t height, int64_t width, const 
           for (int iy = 0; iy < g.grid_h; ++iy) {
             const T y = g.sample_y(ph, iy);
             for (int ix = 0; ix < g.grid_w; ++ix) {
-              const auto p = detail::bilinear_point(height, width, y, g.sample_x(pw, ix));
+              const auto p = detail::bilinear_corners(height, width, y, g.sample_x(pw, ix));
               // Invalid points carry zero weights at position 0, as in torchvision.
-              sum += p.w1 * static_cast<T>(in(p.pos1)) + p.w2 * static_cast<T>(in(p.pos2)) +
-                     p.w3 * static_cast<T>(in(p.pos3)) + p.w4 * static_cast<T>(in(p.pos4));
+              sum += p.w1 * static_cast<T>(in(p.y_low, p.x_low)) +
+                     p.w2 * static_cast<T>(in(p.y_low, p.x_high)) +
+                     p.w3 * static_cast<T>(in(p.y_high, p.x_low)) +
+                     p.w4 * static_cast<T>(in(p.y_high, p.x_high));
             }
           }
           o[ph * M + pw] = sum / count;
@@ -54,7 +56,7 @@ template <typename T, typename MaskT>
 void run_on_whole(const at::Tensor& masks, const T* rois, const int64_t* matched, int64_t num_rois,
                   int64_t M, T* out) {
   const int64_t h = masks.size(1), w = masks.size(2);
-  const detail::WholeMasks<MaskT> whole{masks.const_data_ptr<MaskT>(), masks.size(0), h * w};
+  const detail::WholeMasks<MaskT> whole{masks.const_data_ptr<MaskT>(), masks.size(0), h, w};
   mask_targets_impl(whole, h, w, rois, matched, num_rois, M, out);
 }
 

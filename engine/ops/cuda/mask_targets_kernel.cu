@@ -42,10 +42,12 @@ __global__ void mask_targets_kernel(int64_t total, Masks masks, int64_t height, 
     for (int iy = 0; iy < g.grid_h; ++iy) {
       const T y = g.sample_y(ph, iy);
       for (int ix = 0; ix < g.grid_w; ++ix) {
-        const auto p = detail::bilinear_point(height, width, y, g.sample_x(pw, ix));
+        const auto p = detail::bilinear_corners(height, width, y, g.sample_x(pw, ix));
         if (!p.valid) continue;
-        sum += p.w1 * static_cast<T>(in(p.pos1)) + p.w2 * static_cast<T>(in(p.pos2)) +
-               p.w3 * static_cast<T>(in(p.pos3)) + p.w4 * static_cast<T>(in(p.pos4));
+        sum += p.w1 * static_cast<T>(in(p.y_low, p.x_low)) +
+               p.w2 * static_cast<T>(in(p.y_low, p.x_high)) +
+               p.w3 * static_cast<T>(in(p.y_high, p.x_low)) +
+               p.w4 * static_cast<T>(in(p.y_high, p.x_high));
       }
     }
     const int samples = g.samples_per_bin();
@@ -68,7 +70,7 @@ template <typename T, typename MaskT>
 void launch(const at::Tensor& masks, const at::Tensor& rois, const at::Tensor& matched, int64_t M,
             at::Tensor& out) {
   const int64_t h = masks.size(1), w = masks.size(2);
-  const detail::WholeMasks<MaskT> whole{masks.const_data_ptr<MaskT>(), masks.size(0), h * w};
+  const detail::WholeMasks<MaskT> whole{masks.const_data_ptr<MaskT>(), masks.size(0), h, w};
   launch_on<T>(whole, h, w, rois, matched, M, out);
 }
 
