@@ -23,6 +23,12 @@ cleanlab's matching box scores: missing-overlooked, wrong_class-swap, the rest-b
 
   scripts/bench_label_check.py [--checkpoint CKPT] [--images 300] [--share 0.3] [--seeds 0,1,2]
                                [--reuse] [--write]
+  scripts/bench_label_check.py --annotations GT.json --results DT.json [--share 0.3] [--seeds 0]
+
+The second form plants into any COCO set (tinycoco's val, COCO's) whose detections come from
+elsewhere, a model that knows its classes (none can be had offline here: no COCO-trained
+weights): ours runs in file mode on the same detections as cleanlab; it prints the table, it
+writes nothing.
 
 Each seed plants into a held-out set of its own (generator seed 7000 + seed) under
 WORK/seed-N; the tables have a column per seed, and a last table the image AUROC over all the
@@ -299,11 +305,18 @@ def run_cleanlab(work, planted, results):
 
 
 def run_ours(engine, work, planted_path, image_dir, checkpoint, shapes_sets):
+    """Ours in spec mode: the model predicts on the planted set's images."""
     out = os.path.join(work, "ours")
+    return ours_from(out, [engine, "--spec", SPEC, "--task", "label_check", "--checkpoint",
+                           checkpoint, "--annotations", planted_path, "--image-dir", image_dir,
+                           "--output-dir", out, "--set", "device=cpu"] + shapes_sets,
+                     os.path.join(out, "inference", "results.json"))
+
+
+def ours_from(out, cmd, results_path):
+    """Runs our label_check (`cmd`, writing into `out`) and reads its findings."""
     started = time.perf_counter()
-    run([engine, "--spec", SPEC, "--task", "label_check", "--checkpoint", checkpoint,
-         "--annotations", planted_path, "--image-dir", image_dir, "--output-dir", out,
-         "--set", "device=cpu"] + shapes_sets, stdout=subprocess.DEVNULL)
+    run(cmd, stdout=subprocess.DEVNULL)
     seconds = time.perf_counter() - started
     mistakes = json.load(open(os.path.join(out, "mistakes.json")))["mistakes"]
     image_score = {}
@@ -317,7 +330,7 @@ def run_ours(engine, work, planted_path, image_dir, checkpoint, shapes_sets):
     def by_kind(kind):
         return entries if kind == "all" else [e for e in entries if e["kind"] == OURS_KIND[kind]]
 
-    results = json.load(open(os.path.join(out, "inference", "results.json")))
+    results = json.load(open(results_path))
     return image_score, by_kind, seconds, results
 
 
@@ -370,11 +383,43 @@ def one_seed(engine, checkpoint, work, args, seed):
     return result
 
 
+def files_set(engine, work, args, seed):
+    """Any COCO set whose detections come from elsewhere (--annotations, --results: COCO
+    results with segmentation, from any model that knows the set's classes): the mistakes
+    planted as in a shapes set, ours in file mode (`label_check --annotations --results`, no
+    model run), cleanlab on the same detections."""
+    gt = json.load(open(args.annotations))
+    results = json.load(open(args.results))
+    known = {im["id"] for im in gt["images"]}
+    unknown = sorted({r["image_id"] for r in results} - known)
+    if unknown:
+        sys.exit("%s: detections for image ids %s that %s does not have" %
+                 (args.results, unknown[:5], args.annotations))
+    work = os.path.join(work, "files-seed-%d" % seed)
+    os.makedirs(work, exist_ok=True)
+    planted, plants = plant(gt, args.share, seed)
+    planted_path = os.path.join(work, "planted.json")
+    json.dump(planted, open(planted_path, "w"))
+    json.dump(plants, open(os.path.join(work, "plants.json"), "w"))
+    out = os.path.join(work, "ours")
+    ours_image, ours_entries, ours_s, _ = ours_from(
+        out, [engine, "--task", "label_check", "--annotations", planted_path, "--results",
+              os.path.abspath(args.results), "--output-dir", out], args.results)
+    cl_image, cl_entries, cl_s, cl_version = run_cleanlab(work, planted, results)
+    image_ids = [im["id"] for im in planted["images"]]
+    return {"seed": seed, "images": len(image_ids), "planted": len(plants),
+            "detections": len(results), "ours_s": ours_s, "cleanlab_s": cl_s,
+            "cleanlab_version": cl_version, "checkpoint": "detections " + args.results,
+            "ours": rows_for("ours", ours_image, ours_entries, plants, image_ids),
+            "cleanlab": rows_for("cleanlab", cl_image, cl_entries, plants, image_ids)}
+
+
 def print_seed(r):
     print("\nmodel: %s; %d images, %d planted mistakes (seed %d), %d detections" %
           (r["checkpoint"], r["images"], r["planted"], r["seed"], r["detections"]))
-    print("ours: label_check %.1f s (with the model's inference); cleanlab %s: %.1f s\n" %
-          (r["ours_s"], r["cleanlab_version"], r["cleanlab_s"]))
+    print("ours: label_check %.1f s (%s); cleanlab %s: %.1f s\n" %
+          (r["ours_s"], "file mode" if r["checkpoint"].startswith("detections ") else
+           "with the model's inference", r["cleanlab_version"], r["cleanlab_s"]))
     print("| planted kind | K | image AUROC ours | cleanlab | precision@K ours | cleanlab |")
     print("| --- | --- | --- | --- | --- | --- |")
     for kind in KINDS + ["all"]:
@@ -493,12 +538,23 @@ def main():
                     help="take a seed's WORK/seed-N/result.json where there is one made with the same "
                          "checkpoint after the engine binary was built: the tables again without "
                          "running the tools")
+    ap.add_argument("--annotations", help="with --results: plant into this COCO set instead of a "
+                    "shapes set (e.g. tinycoco's val), its detections made elsewhere")
+    ap.add_argument("--results", help="COCO results (with segmentation) on --annotations' images")
     ap.add_argument("--write", action="store_true",
                     help='rewrite the "Last result" of docs/BENCHMARKS.md\'s "Label mistakes"')
     args = ap.parse_args()
     args.work = os.path.abspath(args.work)  # the spec's relative paths are taken from its folder
     engine = engine_path(args.build)
     os.makedirs(args.work, exist_ok=True)
+    if bool(args.annotations) != bool(args.results):
+        ap.error("--annotations and --results go together")
+    if args.annotations:
+        if args.write or args.checkpoint:
+            ap.error("with --annotations/--results nothing is written and no model runs")
+        for seed in [int(s) for s in args.seeds.split(",") if s]:
+            print_seed(files_set(engine, args.work, args, seed))
+        return
     checkpoint = os.path.abspath(args.checkpoint or train(engine, args.work, args.train_steps))
     load_before = load_average()
     results = []
