@@ -2,12 +2,14 @@
 
 #include <ATen/ATen.h>
 
+#include "engine/model/device_copy.h"
+
 namespace mrcnn::model {
 
 CroppedMasks toDevice(const CroppedMasks& masks, const c10::Device& device) {
   CroppedMasks out = masks;
   for (at::Tensor* t : {&out.windows, &out.offsets, &out.data})
-    if (t->defined()) *t = t->to(device, /*non_blocking=*/true);
+    if (t->defined()) *t = copyToDevice(*t, device);
   return out;
 }
 

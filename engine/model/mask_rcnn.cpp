@@ -6,6 +6,8 @@
 
 #include <utility>
 
+#include "engine/model/device_copy.h"
+
 namespace mrcnn::model {
 
 MaskRCNNOptions MaskRCNNOptions::torchvisionResNet50FPN(int64_t num_classes) {
@@ -26,7 +28,7 @@ MaskRCNNOptions MaskRCNNOptions::torchvisionResNet50FPN(int64_t num_classes) {
 void moveToDevice(MaskRCNNTargets& targets, const c10::Device& device) {
   for (auto* list : {&targets.boxes, &targets.labels, &targets.masks})
     for (at::Tensor& t : *list)
-      t = t.to(device, /*non_blocking=*/true);
+      t = copyToDevice(t, device);
   for (CroppedMasks& m : targets.mask_crops)
     m = toDevice(m, device);
 }

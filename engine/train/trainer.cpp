@@ -9,6 +9,7 @@
 
 #include "dataset/loader/sample_order.h"
 #include "engine/exit_codes.h"
+#include "engine/model/device_copy.h"
 #include "engine/runtime/autocast_scope.h"
 #include "engine/setup/data_setup.h"
 #include "engine/train/loss_scaler.h"
@@ -109,7 +110,8 @@ MicroBatch Trainer::forward(const dataset::Batch& batch, model::MaskRCNNLosses& 
   model::moveToDevice(targets, device);
   {
     AutocastScope autocast(options_.amp, device.type(), options_.amp_dtype);
-    losses = net_.losses(engine::batchImages(batch).to(device), engine::batchSizes(batch), targets);
+    losses = net_.losses(model::copyToDevice(engine::batchImages(batch), device),
+                         engine::batchSizes(batch), targets);
   }
   micro.report = reportOf(losses);
   return micro;

@@ -17,6 +17,7 @@
 #include "engine/inference/coco_results.h"
 #include "engine/inference/libtorch_backend.h"
 #include "engine/inference/tiled_backend.h"
+#include "engine/model/device_copy.h"
 #include "engine/model/postprocess.h"
 #include "engine/runtime/autocast_scope.h"
 #include "engine/setup/data_setup.h"
@@ -306,12 +307,13 @@ void Validator::detectBatches(model::MaskRCNNImpl& model, const c10::Device& dev
       dets = bySize(*batch, options,
                     [&](const at::Tensor& images, const model::ImageSizes& sizes,
                         const std::vector<int64_t>& members) {
-                      if (!compute_losses_) return model.detect(images.to(device), sizes);
+                      if (!compute_losses_)
+                        return model.detect(model::copyToDevice(images, device), sizes);
                       model::MaskRCNNTargets targets =
                           lossTargets(*batch, members, options_, model.numClasses(), masks);
                       model::moveToDevice(targets, device);
                       model::MaskRCNNValidation v =
-                          model.validate(images.to(device), sizes, targets);
+                          model.validate(model::copyToDevice(images, device), sizes, targets);
                       collected.sums.add(v.losses, members.size());
                       return std::move(v.detections);
                     });
