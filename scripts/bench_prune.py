@@ -310,11 +310,11 @@ torch.save(m.state_dict(), {str(weights)!r})
     spec = ROOT / "specs/coco_torchvision_r50.txt"
     images = Path(os.environ.get("MRCNN_SHARED_DIR", ROOT.parent / "shared")) / \
         "data/tinycoco/images/val2017"
-    control = prune(args, spec, weights, work / "r50/pth0", 0.0)
+    control = prune(args, spec, weights, fresh(work / "r50/pth0"), 0.0)
     rows = [{"threshold": "unpruned", "ratio": 1.0, "params": control["before"]["param_count"],
              "gflops": control["before"]["gflops"], "stage": "base", "model": str(weights)}]
     for t in args.r50_thresholds:
-        status = prune(args, spec, weights, work / f"r50/pth{t}", t)
+        status = prune(args, spec, weights, fresh(work / f"r50/pth{t}"), t)
         rows.append({"threshold": t, "ratio": status["pruning_ratio"],
                      "params": status["param_count"], "gflops": status["gflops"],
                      "stage": f"pth{t}", "model": str(work / f"r50/pth{t}/model.pt")})
