@@ -1,11 +1,13 @@
-// Input checks of mrcnn::mask_targets and mrcnn::mask_targets_cropped shared by their CPU and
-// CUDA kernels.
+// Input checks of mrcnn::mask_targets and mrcnn::mask_targets_cropped, and the crops' view,
+// shared by their CPU and CUDA kernels.
 #pragma once
 
 #include <ATen/core/Tensor.h>
 #include <c10/util/Exception.h>
 
 #include <cstdint>
+
+#include "engine/ops/mask_target_sources.h"
 
 namespace mrcnn::ops::detail {
 
@@ -70,6 +72,27 @@ inline void check_mask_targets_cropped_args(const at::Tensor& crops, const at::T
     TORCH_CHECK(height > 0 && width > 0, op, ": the image size must be positive, got ", width,
                 " x ", height);
   }
+}
+
+// The crops as the kernels read them: contiguous tensors (kept here, alive as long as this)
+// and the view of them.
+struct CroppedMaskTensors {
+  at::Tensor data, windows, offsets;
+  CroppedMaskSet set;
+};
+
+inline CroppedMaskTensors cropped_mask_tensors(const at::Tensor& crops, const at::Tensor& windows,
+                                               const at::Tensor& offsets, int64_t height,
+                                               int64_t width) {
+  CroppedMaskTensors t{crops.contiguous(), windows.contiguous(), offsets.contiguous(), {}};
+  t.set = {t.data.const_data_ptr<uint8_t>(),
+           t.data.numel(),
+           t.windows.const_data_ptr<int64_t>(),
+           t.offsets.const_data_ptr<int64_t>(),
+           t.windows.size(0),
+           height,
+           width};
+  return t;
 }
 
 }  // namespace mrcnn::ops::detail

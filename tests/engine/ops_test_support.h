@@ -11,6 +11,7 @@
 #include <QtTest>
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -113,6 +114,17 @@ inline at::Tensor randomRois(int64_t k, int64_t batch, double img_h, double img_
   return rois.to(dtype);
 }
 
+// The message of what f() throws, or "" when it throws nothing.
+template <typename F>
+std::string errorOf(F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return {};
+}
+
 // The parity data, made once a test binary by ops_parity.py. The parity tests skip when no
 // Python is configured, and fail when one is and the script does not deliver.
 class OpsParity {
@@ -128,7 +140,7 @@ class OpsParity {
     error_ = readParityFile(out, &value_);
   }
   bool configured() const { return !python_.isEmpty(); }
-  bool ready() const {
+  bool ready() const {  // fails the test (and says why) when the data could not be made
     if (!error_.isEmpty()) QTest::qFail(qPrintable(error_), __FILE__, __LINE__);
     return error_.isEmpty();
   }

@@ -23,6 +23,7 @@
 #include "engine/ops/mask_targets.h"
 #include "engine/ops/paste_masks.h"
 #include "tests/common/reference_script.h"
+#include "tests/engine/ops_test_support.h"
 #include "tests/engine/parity_file.h"
 
 namespace model = mrcnn::model;
@@ -84,15 +85,7 @@ at::Tensor stridedVector(const at::Tensor& t) {
 }
 
 // The message of the exception `f` throws, or "" when it does not throw.
-template <typename F>
-std::string errorOf(F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return {};
-}
+using mrcnn::testing::ops_support::errorOf;
 
 #ifdef MRCNN_OPS_HAS_CUDA
 constexpr const char* kNoGpu =

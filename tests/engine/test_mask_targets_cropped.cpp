@@ -82,16 +82,6 @@ at::Tensor targetsOf(const model::CroppedMasks& c, const at::Tensor& rois,
                                    m);
 }
 
-template <typename F>
-std::string errorOf(F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return {};
-}
-
 }  // namespace
 
 class TestMaskTargetsCropped : public QObject {

@@ -51,10 +51,7 @@ std::vector<int64_t> nmsReference(const at::Tensor& boxes, const at::Tensor& sco
 class TestOps : public QObject {
   Q_OBJECT
 
-  OpsParity parity_;
-
-  Dict parity() const { return parity_.dict(); }
-  bool parityReady() { return parity_.ready(); }
+  OpsParity parity_;  // the parity data, made in initTestCase
 
  private slots:
   void initTestCase() {
@@ -122,9 +119,9 @@ class TestOps : public QObject {
 
   void nmsMatchesTorchvision() {
     if (!parity_.configured()) QSKIP("MRCNN_PYTHON is not set: no torchvision to compare with");
-    if (!parityReady()) return;
+    if (!parity_.ready()) return;
     int count = 0;
-    for (const Dict& c : casesOf(parity(), "nms")) {
+    for (const Dict& c : casesOf(parity_.dict(), "nms")) {
       const at::Tensor boxes = tensorAt(c, "boxes");
       const at::Tensor scores = tensorAt(c, "scores");
       const double threshold = doubleAt(c, "iou_threshold");
@@ -171,9 +168,9 @@ class TestOps : public QObject {
 
   void batchedNmsMatchesTorchvision() {
     if (!parity_.configured()) QSKIP("MRCNN_PYTHON is not set: no torchvision to compare with");
-    if (!parityReady()) return;
+    if (!parity_.ready()) return;
     int count = 0;
-    for (const Dict& c : casesOf(parity(), "batched_nms")) {
+    for (const Dict& c : casesOf(parity_.dict(), "batched_nms")) {
       const at::Tensor boxes = tensorAt(c, "boxes");
       const std::vector<int64_t> expected = toVector(tensorAt(c, "keep"));
       const std::vector<int64_t> kept = toVector(ops::batched_nms(
@@ -212,9 +209,9 @@ class TestOps : public QObject {
 
   void boxIouMatchesTorchvision() {
     if (!parity_.configured()) QSKIP("MRCNN_PYTHON is not set: no torchvision to compare with");
-    if (!parityReady()) return;
+    if (!parity_.ready()) return;
     double worst = 0;
-    for (const Dict& c : casesOf(parity(), "box_iou")) {
+    for (const Dict& c : casesOf(parity_.dict(), "box_iou")) {
       const at::Tensor a = tensorAt(c, "boxes1"), b = tensorAt(c, "boxes2");
       const at::Tensor iou = ops::box_iou(a, b);
       const double diff = maxAbsDiff(iou, tensorAt(c, "iou"));
@@ -231,10 +228,10 @@ class TestOps : public QObject {
 
   void boxCoderMatchesTorchvision() {
     if (!parity_.configured()) QSKIP("MRCNN_PYTHON is not set: no torchvision to compare with");
-    if (!parityReady()) return;
-    QCOMPARE(ops::kDefaultBoxXformClip, doubleAt(parity(), "log_1000_16"));
+    if (!parity_.ready()) return;
+    QCOMPARE(ops::kDefaultBoxXformClip, doubleAt(parity_.dict(), "log_1000_16"));
     double worst_encode = 0, worst_decode = 0;
-    for (const Dict& c : casesOf(parity(), "box_coder")) {
+    for (const Dict& c : casesOf(parity_.dict(), "box_coder")) {
       const at::Tensor w = tensorAt(c, "weights");
       const ops::BoxCoderWeights weights{w[0].item<double>(), w[1].item<double>(),
                                          w[2].item<double>(), w[3].item<double>()};

@@ -83,10 +83,7 @@ at::Tensor roiAlignReference(const at::Tensor& input, const at::Tensor& rois, do
 class TestRoiAlign : public QObject {
   Q_OBJECT
 
-  OpsParity parity_;
-
-  Dict parity() const { return parity_.dict(); }
-  bool parityReady() { return parity_.ready(); }
+  OpsParity parity_;  // the parity data, made in initTestCase
 
  private slots:
   void initTestCase() {
@@ -97,10 +94,10 @@ class TestRoiAlign : public QObject {
 
   void roiAlignMatchesTorchvision() {
     if (!parity_.configured()) QSKIP("MRCNN_PYTHON is not set: no torchvision to compare with");
-    if (!parityReady()) return;
+    if (!parity_.ready()) return;
     double worst[2] = {0, 0};  // float, double
     int count = 0;
-    for (const Dict& c : casesOf(parity(), "roi_align")) {
+    for (const Dict& c : casesOf(parity_.dict(), "roi_align")) {
       const at::Tensor input = tensorAt(c, "input");
       const at::Tensor rois = tensorAt(c, "rois");
       const double scale = doubleAt(c, "spatial_scale");
@@ -138,10 +135,10 @@ class TestRoiAlign : public QObject {
 
   void roiAlignBackwardMatchesTorchvision() {
     if (!parity_.configured()) QSKIP("MRCNN_PYTHON is not set: no torchvision to compare with");
-    if (!parityReady()) return;
+    if (!parity_.ready()) return;
     double worst[2] = {0, 0};
     int count = 0;
-    for (const Dict& c : casesOf(parity(), "roi_align")) {
+    for (const Dict& c : casesOf(parity_.dict(), "roi_align")) {
       const at::Tensor input = tensorAt(c, "input");
       const at::Tensor rois = tensorAt(c, "rois");
       const double scale = doubleAt(c, "spatial_scale");

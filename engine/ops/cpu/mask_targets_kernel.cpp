@@ -121,15 +121,9 @@ at::Tensor mask_targets_cropped_cpu(const at::Tensor& crops, const at::Tensor& w
   const at::Tensor idx = matched_idxs.contiguous();
   const int64_t* matched = idx.const_data_ptr<int64_t>();
   check_matched("mask_targets_cropped", matched, num_rois, windows.size(0));
-  const at::Tensor data = crops.contiguous(), win = windows.contiguous(),
-                   off = offsets.contiguous();
-  const detail::CroppedMaskSet set{data.const_data_ptr<uint8_t>(),
-                                   data.numel(),
-                                   win.const_data_ptr<int64_t>(),
-                                   off.const_data_ptr<int64_t>(),
-                                   win.size(0),
-                                   height,
-                                   width};
+  const detail::CroppedMaskTensors crops_view =
+      detail::cropped_mask_tensors(crops, windows, offsets, height, width);
+  const detail::CroppedMaskSet& set = crops_view.set;
   for (int64_t k = 0; k < num_rois; ++k) {
     const int64_t g = matched[k];
     TORCH_CHECK(set.readable(g), "mask_targets_cropped: mask ", g, "'s window (",

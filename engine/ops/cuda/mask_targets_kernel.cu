@@ -113,19 +113,13 @@ at::Tensor mask_targets_cropped_cuda(const at::Tensor& crops, const at::Tensor& 
   const c10::cuda::CUDAGuard device_guard(rois.device());
   at::Tensor out = at::empty({rois.size(0), M, M}, rois.options());
   if (out.numel() == 0) return out;
-  const at::Tensor data = crops.contiguous(), win = windows.contiguous(),
-                   off = offsets.contiguous();
+  const detail::CroppedMaskTensors crops_view =
+      detail::cropped_mask_tensors(crops, windows, offsets, height, width);
   const at::Tensor r = rois.contiguous();
   const at::Tensor matched = matched_idxs.contiguous();
-  const detail::CroppedMaskSet set{data.const_data_ptr<uint8_t>(),
-                                   data.numel(),
-                                   win.const_data_ptr<int64_t>(),
-                                   off.const_data_ptr<int64_t>(),
-                                   win.size(0),
-                                   height,
-                                   width};
-  AT_DISPATCH_FLOATING_TYPES(r.scalar_type(), "mask_targets_cropped_cuda",
-                             [&] { launch_on<scalar_t>(set, height, width, r, matched, M, out); });
+  AT_DISPATCH_FLOATING_TYPES(r.scalar_type(), "mask_targets_cropped_cuda", [&] {
+    launch_on<scalar_t>(crops_view.set, height, width, r, matched, M, out);
+  });
   return out;
 }
 
