@@ -208,11 +208,13 @@ if [ -n "$bundle" ]; then
   fi
   record build passed $(( $(date +%s) - t0 )) "prebuilt bundle ($(sed -n 's/^built=//p' "$bundle/BUNDLE.txt")), torch $torch_version"
 else
+  # Every test labelled gpu (tests/engine/CMakeLists.txt): ctest -L gpu runs them below.
+  gpu_tests="test_ops test_roi_align test_sync_counter test_mask_targets_cropped test_multilevel_roi_align"
   {
     cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DTorch_DIR="$torch_dir/share/cmake/Torch" -DMRCNN_CUDA_ARCHS="${cc}-real" \
       -DTORCH_CUDA_ARCH_LIST="${cc:0:-1}.${cc: -1}" -DMRCNN_PYTHON="$py" \
-      && ninja -C "$build_dir" mrcnn-engine mrcnn_ops_module test_ops test_roi_align
+      && ninja -C "$build_dir" mrcnn-engine mrcnn_ops_module $gpu_tests
   } > "$build_log" 2>&1 || fail_step build $(( $(date +%s) - t0 )) "cmake/ninja failed" "$build_log"
   engine="$build_dir/bin/mrcnn-engine"
   ops_lib="$build_dir/lib/libmrcnn_ops.so"

@@ -36,8 +36,8 @@ light_tests=(test_specs test_dataset_shapes test_dataset_rle test_dataset_mask_a
              test_dataset_coco test_dataset_loader test_dataset_shards test_eval)
 case "$mode" in
   light) tests=("${light_tests[@]}") ;;
-  full) tests=("${light_tests[@]}" test_engine test_ops test_roi_align test_rpn test_backbone test_roi_heads
-               test_mask_head test_mask_rcnn) ;;
+  full) tests=("${light_tests[@]}" test_engine test_ops test_roi_align test_multilevel_roi_align
+               test_rpn test_backbone test_roi_heads test_mask_head test_mask_rcnn) ;;
   thread) tests=(test_dataset_loader test_ui_engine_process) ;;
 esac
 if [[ -n "${MRCNN_SANITIZE_TESTS:-}" ]]; then

@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "engine/ops/roi_align.h"
+#include "engine/ops/multilevel_roi_align.h"
 
 namespace mrcnn::model {
 namespace {
@@ -86,30 +86,23 @@ at::Tensor MultiScaleRoIAlign::operator()(const std::vector<at::Tensor>& feature
                 b.sizes());
   }
   const int64_t s = options_.output_size;
-  const at::Tensor rois = toRois(boxes).to(features[0].scalar_type());
+  // The RoIs keep the boxes' precision (float under autocast too, as in torchvision): the
+  // kernels read them in the precision they compute in. (Until 2026-11-30 they were rounded to
+  // the maps' dtype first: under bf16 autocast a box edge near 800 px moved by up to 2 px.)
+  const at::Tensor rois = toRois(boxes);
 
-  if (features.size() == 1) {
-    return ops::roi_align(features[0], rois, pyramid.scales[0], s, s, options_.sampling_ratio,
-                          /*aligned=*/false);
-  }
-
-  const at::Tensor level = levels(boxes, pyramid.k_min, pyramid.k_max);
-  // Every RoI has exactly one level (levels() clamps to the pyramid): each row is written.
-  // In the maps' layout (channels-last maps give channels-last pooled features).
-  at::Tensor result = at::empty({rois.size(0), features[0].size(1), s, s},
-                                features[0].options().memory_format(
-                                    features[0].suggest_memory_format()));
-  for (size_t l = 0; l < features.size(); ++l) {
-    // Every map is pooled, even by no box (as torchvision): each gets a gradient, zero if
-    // unused.
-    const at::Tensor idx = at::where(level == static_cast<int64_t>(l))[0];
-    const at::Tensor pooled =
-        ops::roi_align(features[l], rois.index_select(0, idx).to(features[l].scalar_type()),
-                       pyramid.scales[l], s, s, options_.sampling_ratio, /*aligned=*/false);
+  // One op over all levels (one map: every RoI on it), each RoI on its own map: the RoIs are
+  // not split by level, so the host never waits to learn how many each level has. Every map
+  // gets a gradient, zero where no box reads it (as torchvision's per-level pooling gives).
+  std::vector<at::Tensor> maps;
+  maps.reserve(features.size());
+  for (const at::Tensor& f : features) {
     // Maps may differ in dtype under autocast: the result keeps the first map's.
-    result.index_put_({idx}, pooled.to(result.scalar_type()));
+    maps.push_back(f.to(features[0].scalar_type()));
   }
-  return result;
+  return ops::multilevel_roi_align(maps, rois, levels(boxes, pyramid.k_min, pyramid.k_max),
+                                   pyramid.scales, s, s, options_.sampling_ratio,
+                                   /*aligned=*/false);
 }
 
 }  // namespace mrcnn::model

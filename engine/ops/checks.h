@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "engine/ops/multilevel_roi_align.h"
+
 namespace mrcnn::ops::detail {
 
 inline void check_roi_align_args(const char* op, const at::Tensor& features,
@@ -26,6 +28,76 @@ inline void check_roi_align_args(const char* op, const at::Tensor& features,
               ") and rois (", rois.device(), ") must be on the same device");
   TORCH_CHECK(pooled_height > 0 && pooled_width > 0, op, ": the pooled size must be positive, got ",
               pooled_height, "x", pooled_width);
+}
+
+// multilevel_roi_align's maps, RoIs and levels (the RoIs may be of another float dtype than
+// the maps: they are read in the precision the kernel computes in).
+inline void check_multilevel_roi_align_args(const char* op, at::TensorList features,
+                                            const at::Tensor& rois, const at::Tensor& levels,
+                                            at::ArrayRef<double> scales, int64_t pooled_height,
+                                            int64_t pooled_width) {
+  TORCH_CHECK(!features.empty() && static_cast<int64_t>(features.size()) <= kMaxRoIAlignLevels, op,
+              ": takes 1 to ", kMaxRoIAlignLevels, " feature maps, got ", features.size());
+  TORCH_CHECK(scales.size() == features.size(), op, ": ", features.size(),
+              " feature maps need as many scales, got ", scales.size());
+  const at::Tensor& first = features[0];
+  for (size_t l = 0; l < features.size(); ++l) {
+    const at::Tensor& f = features[l];
+    TORCH_CHECK(f.dim() == 4, op, ": features[", l, "] must be a 4-D tensor [N, C, H, W], got ",
+                f.dim(), "-D ", f.sizes());
+    TORCH_CHECK(at::isFloatingType(f.scalar_type()), op, ": features[", l,
+                "] must be floating point, got ", f.scalar_type());
+    TORCH_CHECK(f.scalar_type() == first.scalar_type() && f.device() == first.device(), op,
+                ": features[", l, "] (", f.scalar_type(), ", ", f.device(),
+                ") must have the dtype and device of features[0] (", first.scalar_type(), ", ",
+                first.device(), ")");
+    TORCH_CHECK(f.size(0) == first.size(0) && f.size(1) == first.size(1), op, ": features[", l,
+                "] ", f.sizes(), " must have the batch size and channels of features[0] ",
+                first.sizes());
+    TORCH_CHECK(scales[l] > 0, op, ": scales[", l, "] must be positive, got ", scales[l]);
+  }
+  TORCH_CHECK(rois.dim() == 2 && rois.size(1) == 5, op,
+              ": rois must be a [K, 5] tensor of (batch index, x1, y1, x2, y2), got ",
+              rois.sizes());
+  TORCH_CHECK(at::isFloatingType(rois.scalar_type()), op, ": rois must be floating point, got ",
+              rois.scalar_type());
+  TORCH_CHECK(
+      levels.dim() == 1 && levels.size(0) == rois.size(0) && levels.scalar_type() == at::kLong, op,
+      ": levels must be int64 [K] (K = ", rois.size(0), "), got ", levels.scalar_type(), " ",
+      levels.sizes());
+  TORCH_CHECK(rois.device() == first.device() && levels.device() == first.device(), op, ": rois (",
+              rois.device(), ") and levels (", levels.device(),
+              ") must be on the features' device (", first.device(), ")");
+  TORCH_CHECK(pooled_height > 0 && pooled_width > 0, op, ": the pooled size must be positive, got ",
+              pooled_height, "x", pooled_width);
+}
+
+// _multilevel_roi_align_backward's gradient, RoIs, levels and map sizes.
+inline void check_multilevel_roi_align_backward_args(
+    const char* op, const at::Tensor& grad, const at::Tensor& rois, const at::Tensor& levels,
+    at::ArrayRef<double> scales, int64_t pooled_height, int64_t pooled_width, int64_t channels,
+    at::IntArrayRef heights, at::IntArrayRef widths) {
+  TORCH_CHECK(!scales.empty() && static_cast<int64_t>(scales.size()) <= kMaxRoIAlignLevels &&
+                  heights.size() == scales.size() && widths.size() == scales.size(),
+              op, ": 1 to ", kMaxRoIAlignLevels,
+              " maps, each with a scale, a height and a width, got ", scales.size(), " scales, ",
+              heights.size(), " heights and ", widths.size(), " widths");
+  TORCH_CHECK(at::isFloatingType(grad.scalar_type()), op, ": grad must be floating point, got ",
+              grad.scalar_type());
+  TORCH_CHECK(rois.dim() == 2 && rois.size(1) == 5 && at::isFloatingType(rois.scalar_type()), op,
+              ": rois must be a floating point [K, 5] tensor, got ", rois.scalar_type(), " ",
+              rois.sizes());
+  TORCH_CHECK(grad.dim() == 4 && grad.size(0) == rois.size(0) && grad.size(1) == channels &&
+                  grad.size(2) == pooled_height && grad.size(3) == pooled_width,
+              op, ": grad must be [K, C, pooled_height, pooled_width] = [", rois.size(0), ", ",
+              channels, ", ", pooled_height, ", ", pooled_width, "], got ", grad.sizes());
+  TORCH_CHECK(
+      levels.dim() == 1 && levels.size(0) == rois.size(0) && levels.scalar_type() == at::kLong, op,
+      ": levels must be int64 [K] (K = ", rois.size(0), "), got ", levels.scalar_type(), " ",
+      levels.sizes());
+  TORCH_CHECK(rois.device() == grad.device() && levels.device() == grad.device(), op, ": rois (",
+              rois.device(), ") and levels (", levels.device(), ") must be on grad's device (",
+              grad.device(), ")");
 }
 
 inline void check_boxes(const char* op, const char* name, const at::Tensor& boxes) {

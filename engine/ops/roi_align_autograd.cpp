@@ -1,9 +1,11 @@
-// Autograd of mrcnn::roi_align: the gradient flows to the input features (not to the RoIs,
-// whose gradient is not defined at bin edges; torchvision does the same). The backward op
-// itself is not differentiable again.
+// Autograd of mrcnn::roi_align and mrcnn::multilevel_roi_align: the gradient flows to the
+// input features (not to the RoIs, whose gradient is not defined at bin edges; torchvision
+// does the same). The backward ops themselves are not differentiable again.
 #include <torch/autograd.h>
+#include <torch/csrc/autograd/autograd_not_implemented_fallback.h>
 #include <torch/library.h>
 
+#include "engine/ops/multilevel_roi_align.h"
 #include "engine/ops/roi_align.h"
 
 namespace mrcnn::ops {
@@ -60,6 +62,49 @@ class RoIAlignBackwardFunction : public torch::autograd::Function<RoIAlignBackwa
   }
 };
 
+// The maps' gradients, one per map; the RoIs, levels and the rest get none.
+class MultilevelRoIAlignFunction : public torch::autograd::Function<MultilevelRoIAlignFunction> {
+ public:
+  static Variable forward(AutogradContext* ctx, at::TensorList features, const Variable& rois,
+                          const Variable& levels, at::ArrayRef<double> scales,
+                          int64_t pooled_height, int64_t pooled_width, int64_t sampling_ratio,
+                          bool aligned) {
+    std::vector<int64_t> heights, widths;
+    for (const at::Tensor& f : features) {
+      heights.push_back(f.size(2));
+      widths.push_back(f.size(3));
+    }
+    ctx->saved_data["scales"] = scales.vec();
+    ctx->saved_data["heights"] = heights;
+    ctx->saved_data["widths"] = widths;
+    ctx->saved_data["batch_size"] = features[0].size(0);
+    ctx->saved_data["channels"] = features[0].size(1);
+    ctx->saved_data["pooled_height"] = pooled_height;
+    ctx->saved_data["pooled_width"] = pooled_width;
+    ctx->saved_data["sampling_ratio"] = sampling_ratio;
+    ctx->saved_data["aligned"] = aligned;
+    ctx->saved_data["channels_last"] =
+        features[0].suggest_memory_format() == at::MemoryFormat::ChannelsLast;
+    ctx->save_for_backward({rois, levels});
+    at::AutoDispatchBelowADInplaceOrView guard;
+    return multilevel_roi_align(features, rois, levels, scales, pooled_height, pooled_width,
+                                sampling_ratio, aligned);
+  }
+
+  static variable_list backward(AutogradContext* ctx, const variable_list& grad_output) {
+    const variable_list saved = ctx->get_saved_variables();
+    const auto& d = ctx->saved_data;
+    variable_list grads = multilevel_roi_align_backward(
+        grad_output[0], saved[0], saved[1], d.at("scales").toDoubleVector(),
+        d.at("pooled_height").toInt(), d.at("pooled_width").toInt(), d.at("batch_size").toInt(),
+        d.at("channels").toInt(), d.at("heights").toIntVector(), d.at("widths").toIntVector(),
+        d.at("sampling_ratio").toInt(), d.at("aligned").toBool(), d.at("channels_last").toBool());
+    // rois, levels, scales, pooled_height, pooled_width, sampling_ratio, aligned
+    grads.resize(grads.size() + 7);
+    return grads;
+  }
+};
+
 at::Tensor roi_align_autograd(const at::Tensor& input, const at::Tensor& rois, double spatial_scale,
                               int64_t pooled_height, int64_t pooled_width, int64_t sampling_ratio,
                               bool aligned) {
@@ -77,10 +122,21 @@ at::Tensor roi_align_backward_autograd(const at::Tensor& grad, const at::Tensor&
                                          aligned, channels_last);
 }
 
+at::Tensor multilevel_roi_align_autograd(at::TensorList features, const at::Tensor& rois,
+                                         const at::Tensor& levels, at::ArrayRef<double> scales,
+                                         int64_t pooled_height, int64_t pooled_width,
+                                         int64_t sampling_ratio, bool aligned) {
+  return MultilevelRoIAlignFunction::apply(features, rois, levels, scales, pooled_height,
+                                           pooled_width, sampling_ratio, aligned);
+}
+
 }  // namespace
 }  // namespace mrcnn::ops
 
 TORCH_LIBRARY_IMPL(mrcnn, Autograd, m) {
   m.impl("roi_align", TORCH_FN(mrcnn::ops::roi_align_autograd));
   m.impl("_roi_align_backward", TORCH_FN(mrcnn::ops::roi_align_backward_autograd));
+  m.impl("multilevel_roi_align", TORCH_FN(mrcnn::ops::multilevel_roi_align_autograd));
+  // Differentiating the gradient is refused by name.
+  m.impl("_multilevel_roi_align_backward", torch::autograd::autogradNotImplementedFallback());
 }

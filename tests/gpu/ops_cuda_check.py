@@ -333,6 +333,61 @@ class Checks:
             raise AssertionError("a window outside the image did not give NaN")
         return "400 RoIs on 6 cropped masks (one empty): equal to the whole masks' targets; bad index or window -> NaN"
 
+    def multilevel_roi_align(self, dtype, channels_last):
+        """All pyramid levels in one op: forward and each map's gradient against the CPU
+        kernels in float64 and, in float32, against torchvision's MultiScaleRoIAlign (which
+        pools level by level); a level outside the maps gives NaN (no host check)."""
+
+        def check(gen):
+            from collections import OrderedDict
+
+            shapes = [(48, 64), (24, 32), (12, 16), (6, 8)]
+            scales = [0.25, 0.125, 0.0625, 0.03125]
+            maps = [torch.randn(2, 8, h, w, generator=gen).to(dtype) for h, w in shapes]
+            xy = torch.rand(90, 2, generator=gen) * 150
+            boxes = torch.cat([xy, xy + 4 + torch.rand(90, 2, generator=gen) ** 2 * 400], 1)
+            rois = torch.cat([torch.randint(0, 2, (90, 1), generator=gen).float(), boxes], 1)
+            area = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+            levels = (torch.floor(4 + torch.log2(area.sqrt() / 224) + 1e-6).clamp(2, 5) - 2).long()
+            go = torch.randn(90, 8, 7, 7, generator=gen).to(dtype)
+            fmt = torch.channels_last if channels_last else torch.contiguous_format
+            md = [m.double().requires_grad_(True) for m in maps]
+            ref = torch.ops.mrcnn.multilevel_roi_align(md, rois.double(), levels, scales, 7, 7, 2, False)
+            ref.backward(go.double())
+            mg = [m.cuda().contiguous(memory_format=fmt).requires_grad_(True) for m in maps]
+            ours = torch.ops.mrcnn.multilevel_roi_align(mg, rois.cuda(), levels.cuda(), scales, 7, 7, 2, False)
+            ours.backward(go.cuda())
+            torch.cuda.synchronize()
+            if ours.dtype != dtype or (channels_last and not ours.is_contiguous(memory_format=torch.channels_last)):
+                raise AssertionError(f"result {ours.dtype}, strides {ours.stride()}")
+            err = scaled_err(ours, ref)
+            if err > tol(dtype):
+                raise AssertionError(f"forward against float64 CPU: {err:.2e} > {tol(dtype):.1e}")
+            limit = 4 * tol(dtype) if dtype in LOW else 1e-5
+            grad_err = max(scaled_err(g.grad, d.grad) for g, d in zip(mg, md))
+            if grad_err > limit:
+                raise AssertionError(f"gradients against float64 CPU: {grad_err:.2e} > {limit:.1e}")
+            counts = torch.bincount(levels, minlength=4).tolist()
+            detail = f"90 RoIs on 4 maps {counts}: forward {err:.1e}, gradients {grad_err:.1e}"
+            if dtype == torch.float32:
+                pooler = self.tv.ops.MultiScaleRoIAlign(["p2", "p3", "p4", "p5"], 7, 2)
+                feats = OrderedDict((f"p{l + 2}", m.cuda()) for l, m in enumerate(maps))
+                image_boxes = [boxes[rois[:, 0] == b].cuda() for b in range(2)]
+                theirs = pooler(feats, image_boxes, [(192, 256)] * 2)
+                order = torch.cat([torch.nonzero(rois[:, 0] == b).squeeze(1) for b in range(2)])
+                e = scaled_err(ours[order.cuda()], theirs)
+                if e > 1e-5:
+                    raise AssertionError(f"against torchvision's MultiScaleRoIAlign: {e:.2e}")
+                detail += f", vs torchvision MultiScaleRoIAlign {e:.1e}"
+            bad = levels.cuda().clone()
+            bad[0] = 4
+            out = torch.ops.mrcnn.multilevel_roi_align(mg, rois.cuda(), bad, scales, 7, 7, 2, False)
+            if not torch.isnan(out[0]).all() or torch.isnan(out[1:]).any():
+                raise AssertionError("a level outside the maps did not give NaN for its RoI alone")
+            return detail
+
+        return check
+
     def paste_masks(self, dtype):
         def check(gen):
             from torchvision.models.detection.roi_heads import paste_masks_in_image
@@ -370,7 +425,8 @@ def main():
 
     torch.ops.load_library(args.library)
     names = ["roi_align", "_roi_align_backward", "nms", "box_iou", "encode_boxes", "decode_boxes",
-             "mask_targets", "mask_targets_cropped", "paste_masks", "paste_masks_binary"]
+             "mask_targets", "mask_targets_cropped", "paste_masks", "paste_masks_binary",
+             "multilevel_roi_align", "_multilevel_roi_align_backward"]
     missing = [n for n in names if not torch._C._dispatch_has_kernel_for_dispatch_key(f"mrcnn::{n}", "CUDA")]
     report = {"torch": torch.__version__, "library": args.library, "checks": []}
     if missing:
@@ -400,6 +456,8 @@ def main():
         c.run(f"roi_align forward {d} channels-last",
               c.roi_align_forward(dtype, False, 2, contiguous=True, channels_last=True))
         c.run(f"roi_align backward {d} channels-last", c.roi_align_backward(dtype, False, 2, channels_last=True))
+        c.run(f"multilevel_roi_align {d}", c.multilevel_roi_align(dtype, channels_last=False))
+        c.run(f"multilevel_roi_align {d} channels-last", c.multilevel_roi_align(dtype, channels_last=True))
         c.run(f"nms {d}", c.nms(dtype, contiguous=True))
         c.run(f"paste_masks {d}", c.paste_masks(dtype))
     c.run("nms float32 non-contiguous", c.nms(torch.float32, contiguous=False))
