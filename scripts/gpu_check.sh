@@ -209,7 +209,8 @@ if [ -n "$bundle" ]; then
   record build passed $(( $(date +%s) - t0 )) "prebuilt bundle ($(sed -n 's/^built=//p' "$bundle/BUNDLE.txt")), torch $torch_version"
 else
   # Every test labelled gpu (tests/engine/CMakeLists.txt): ctest -L gpu runs them below.
-  gpu_tests="test_ops test_roi_align test_sync_counter test_mask_targets_cropped test_multilevel_roi_align"
+  gpu_tests="test_ops test_roi_align test_sync_counter test_mask_targets_cropped test_multilevel_roi_align
+             test_rpn"
   {
     cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DTorch_DIR="$torch_dir/share/cmake/Torch" -DMRCNN_CUDA_ARCHS="${cc}-real" \
@@ -394,6 +395,8 @@ for mode in ("train", "inference"):
         d = json.load(open(f))
         bench["syncs_per_step"][mode] = {"total": d["syncs"]["total"], "call_stacks": len(d["syncs"]["sites"]),
                                          "batch": d["batch"], "precision": d["precision"]}
+if "train" in bench["syncs_per_step"]:  # the issue's target: at most 5 a training step
+    bench["syncs_per_step"]["train"]["target_met"] = bench["syncs_per_step"]["train"]["total"] <= 5
 json.dump(bench, open(path, "w"), indent=1)
 print("host syncs a step:", json.dumps(bench["syncs_per_step"]))
 PYEOF

@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 
+#include "engine/model/counted_indices.h"
 #include "engine/ops/box_coder.h"
 #include "engine/ops/box_iou.h"
 #include "engine/ops/nms.h"
@@ -230,17 +231,28 @@ RoIHeadsImpl::Sample RoIHeadsImpl::selectTrainingSamples(const std::vector<at::T
                 " images in a batch of ", num_images);
   }
 
-  Sample s;
-  const ops::BoxCoderWeights weights = coderWeights(options_.bbox_reg_weights);
+  // How many RoIs each image samples, and how many of them are positive: one copy to the
+  // host for the batch (the only wait for the device in the RoI heads' training step).
+  std::vector<at::Tensor> taken, counts;
   for (size_t i = 0; i < num_images; ++i) {
     const int64_t n = all_rois[i].size(0);
     TORCH_CHECK(sampled[i].positive.numel() == n && sampled[i].negative.numel() == n,
                 "RoIHeads: image ", i, ": a sample mask must cover its ", n,
                 " proposals (ground truth appended)");
+    const at::Tensor positive = sampled[i].positive.to(all_rois[i].device()).to(at::kBool);
+    taken.push_back(positive | sampled[i].negative.to(all_rois[i].device()).to(at::kBool));
+    counts.push_back(taken.back().sum());
+    counts.push_back((taken.back() & (labels[i] > 0)).sum());  // the mask branch's RoIs
+  }
+  const at::Tensor counted = num_images > 0 ? at::stack(counts).cpu() : at::Tensor();
+
+  Sample s;
+  const ops::BoxCoderWeights weights = coderWeights(options_.bbox_reg_weights);
+  for (size_t i = 0; i < num_images; ++i) {
     // In index order, positives and negatives mixed, as torchvision.
     const at::Tensor take =
-        at::where((sampled[i].positive.to(at::kBool) | sampled[i].negative.to(at::kBool))
-                      .to(all_rois[i].device()))[0];
+        countedIndices(taken[i], counted[static_cast<int64_t>(2 * i)].item<int64_t>());
+    s.positives.push_back(counted[static_cast<int64_t>(2 * i + 1)].item<int64_t>());
     s.rois.push_back(all_rois[i].index_select(0, take));
     s.labels.push_back(labels[i].index_select(0, take));
     s.matched_idxs.push_back(matched[i].index_select(0, take));
@@ -266,7 +278,10 @@ RoIHeadsLosses RoIHeadsImpl::fastRCNNLoss(const at::Tensor& class_logits,
   }
   losses.classifier = at::cross_entropy_loss(class_logits, labels);
   // Each positive's deltas of its ground-truth class.
-  const at::Tensor pos = at::where(labels > 0)[0];
+  int64_t positives = 0;
+  for (const int64_t p : sample.positives)
+    positives += p;
+  const at::Tensor pos = countedIndices(labels > 0, positives);
   const at::Tensor rows = pos * class_logits.size(1) + labels.index_select(0, pos);
   losses.box_reg = at::smooth_l1_loss(box_regression.reshape({-1, 4}).index_select(0, rows),
                                       targets.index_select(0, pos), at::Reduction::Sum,
@@ -363,7 +378,7 @@ RoIHeadsLosses RoIHeadsImpl::trainingLosses(const std::vector<at::Tensor>& maps,
     // The mask branch learns from the positive RoIs only.
     std::vector<at::Tensor> positive_rois, positive_matched;
     for (size_t i = 0; i < sample.rois.size(); ++i) {
-      const at::Tensor pos = at::where(sample.labels[i] > 0)[0];
+      const at::Tensor pos = countedIndices(sample.labels[i] > 0, sample.positives[i]);
       positive_rois.push_back(sample.rois[i].index_select(0, pos));
       positive_matched.push_back(sample.matched_idxs[i].index_select(0, pos));
       losses.mask_positives += static_cast<double>(pos.numel());

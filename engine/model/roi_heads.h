@@ -114,8 +114,8 @@ struct RoIHeadsTargets {
   std::vector<at::Tensor> labels;
   std::vector<at::Tensor> masks;         // whole masks, or (empty)
   std::vector<CroppedMasks> mask_crops;  // cropped ones: see MaskRCNNTargets
-  std::vector<SampledMasks> sampled;  // empty: the sampler draws
-  std::vector<uint64_t> sample_keys;  // per image, optional: see MaskRCNNTargets
+  std::vector<SampledMasks> sampled;     // empty: the sampler draws
+  std::vector<uint64_t> sample_keys;     // per image, optional: see MaskRCNNTargets
 };
 
 struct RoIHeadsLosses {
@@ -201,6 +201,7 @@ class RoIHeadsImpl : public torch::nn::Module {
   // labels, matched ground-truth indices and regression targets.
   struct Sample {
     std::vector<at::Tensor> rois, labels, matched_idxs, regression_targets;
+    std::vector<int64_t> positives;  // per image, the RoIs of labels > 0 (counted on the host)
   };
   Sample selectTrainingSamples(const std::vector<at::Tensor>& proposals,
                                const RoIHeadsTargets& targets);

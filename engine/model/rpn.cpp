@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <vector>
 
+#include "engine/model/counted_indices.h"
 #include "engine/ops/box_coder.h"
 #include "engine/ops/box_iou.h"
 #include "engine/ops/nms.h"
@@ -24,6 +27,45 @@ at::Tensor clipToImage(const at::Tensor& boxes, const std::array<int64_t, 2>& si
   const at::Tensor x = boxes.slice(1, 0, 4, 2).clamp(0.0, w);
   const at::Tensor y = boxes.slice(1, 1, 4, 2).clamp(0.0, h);
   return at::stack({x, y}, /*dim=*/2).reshape(boxes.sizes());
+}
+
+// How batched_nms runs the NMS of an image's valid boxes: one NMS over the boxes shifted
+// apart per level, or (per_level) one NMS per level, which it does above 4000 coordinates on
+// the CPU and 100000 on CUDA. On a GPU the valid boxes are not counted (that would make the
+// host wait): all K candidates count, which differs from batched_nms's choice only for more
+// than 25000 candidates an image.
+bool perLevelNms(const at::Tensor& valid) {
+  if (valid.is_cpu()) return valid.sum().item<int64_t>() * 4 > 4000;
+  return valid.numel() * 4 > 100000;
+}
+
+// The boxes and categories each image's NMS runs on: shifted apart by batched_nms's offsets
+// (level x (largest coordinate of the valid boxes + 1)) in one category, or as they are with
+// their level as the category.
+struct NmsInputs {
+  at::Tensor boxes, categories;  // [N, K, 4], [N, K]
+  std::vector<bool> per_level;
+};
+
+NmsInputs nmsInputs(const at::Tensor& boxes, const at::Tensor& levels, const at::Tensor& valid) {
+  NmsInputs in;
+  std::vector<at::Tensor> b, c;
+  for (int64_t i = 0; i < boxes.size(0); ++i) {
+    in.per_level.push_back(perLevelNms(valid[i]));
+    if (in.per_level.back()) {
+      b.push_back(boxes[i]);
+      c.push_back(levels[i]);
+      continue;
+    }
+    const at::Tensor largest =
+        at::where(valid[i].unsqueeze(1), boxes[i], -std::numeric_limits<float>::infinity()).max();
+    const at::Tensor offsets = levels[i].to(boxes.options()) * (largest + 1);
+    b.push_back(boxes[i] + offsets.unsqueeze(1));
+    c.push_back(at::zeros_like(levels[i]));
+  }
+  in.boxes = at::stack(b);
+  in.categories = at::stack(c);
+  return in;
 }
 
 }  // namespace
@@ -110,10 +152,10 @@ RegionProposalNetworkImpl::HeadOutput RegionProposalNetworkImpl::runHead(
   return h;
 }
 
-void RegionProposalNetworkImpl::selectProposals(const HeadOutput& h, const ImageSizes& sizes,
-                                                bool training_counts,
-                                                std::vector<at::Tensor>& boxes_out,
-                                                std::vector<at::Tensor>* scores_out) const {
+std::vector<int64_t> RegionProposalNetworkImpl::selectProposals(
+    const HeadOutput& h, const ImageSizes& sizes, bool training_counts,
+    std::vector<at::Tensor>& boxes_out, std::vector<at::Tensor>* scores_out,
+    const std::vector<at::Tensor>& also) const {
   // The best anchors of each level, then per image clip, filter, NMS.
   const int64_t total = h.anchors.size(0);
   const at::Tensor obj = h.objectness.detach().to(at::kFloat).reshape({h.num_images, total});
@@ -142,27 +184,43 @@ void RegionProposalNetworkImpl::selectProposals(const HeadOutput& h, const Image
   const at::Tensor nms_key = at::where(logit >= ops::kNmsCertainLogit, logit, prob);
   const at::Tensor boxes = h.decoded.gather(1, idx.unsqueeze(2).expand({-1, -1, 4}));
 
+  // Clip; the boxes too small or too unlikely are left out of the NMS (valid = false).
+  std::vector<at::Tensor> clipped;
+  for (int64_t i = 0; i < h.num_images; ++i)
+    clipped.push_back(clipToImage(boxes[i], sizes.images[static_cast<size_t>(i)]));
+  const at::Tensor b = at::stack(clipped);  // [N, K, 4]
+  const at::Tensor w = b.select(2, 2) - b.select(2, 0);
+  const at::Tensor ht = b.select(2, 3) - b.select(2, 1);
+  const at::Tensor valid =
+      (w >= options_.min_size) & (ht >= options_.min_size) & (prob >= options_.score_thresh);
+  const NmsInputs in = nmsInputs(b, lvl, valid);
+  const at::Tensor keep = ops::nms_keep_mask(in.boxes, nms_key, in.categories, valid,
+                                             nms_thresh);  // NMS per level, [N, K]
+  // How many each image keeps (and `also`): the one wait for the device in the proposals'
+  // selection.
+  std::vector<at::Tensor> counts = {keep.sum(1)};
+  for (const at::Tensor& t : also)
+    counts.push_back(t.to(at::kLong).reshape({1}));
+  const at::Tensor kept = at::cat(counts).cpu();
+  const int64_t k = keep.size(1);
+  const at::Tensor position = at::arange(k, 0, -1, lvl.options());  // k .. 1: first is largest
   for (int64_t i = 0; i < h.num_images; ++i) {
-    at::Tensor b = clipToImage(boxes[i], sizes.images[static_cast<size_t>(i)]);
-    at::Tensor s = prob[i];
-    at::Tensor key = nms_key[i];
-    at::Tensor v = lvl[i];
-    const at::Tensor w = b.select(1, 2) - b.select(1, 0);
-    const at::Tensor ht = b.select(1, 3) - b.select(1, 1);
-    const at::Tensor keep_big = at::where((w >= options_.min_size) & (ht >= options_.min_size) &
-                                          (s >= options_.score_thresh))[0];
-    b = b.index_select(0, keep_big);
-    s = s.index_select(0, keep_big);
-    key = key.index_select(0, keep_big);
-    v = v.index_select(0, keep_big);
-    at::Tensor keep = ops::batched_nms(b, key, v, nms_thresh);
-    keep = keep.narrow(0, 0, std::min(post_n, keep.size(0)));
-    boxes_out.push_back(b.index_select(0, keep));
-    if (scores_out) scores_out->push_back(s.index_select(0, keep));
+    const int64_t count = kept[i].item<int64_t>();
+    // The kept boxes by increasing index, then by decreasing NMS key, as batched_nms orders
+    // them (stable on the one-NMS path; at::sort's own order on the per-level path).
+    at::Tensor sel = std::get<1>(at::where(keep[i], position, 0).topk(count));
+    const bool stable = !in.per_level[static_cast<size_t>(i)];
+    sel = sel.index_select(0, std::get<1>(nms_key[i].index_select(0, sel).sort(stable, 0, true)));
+    sel = sel.narrow(0, 0, std::min(post_n, count));
+    boxes_out.push_back(b[i].index_select(0, sel));
+    if (scores_out) scores_out->push_back(prob[i].index_select(0, sel));
   }
+  const int64_t* also_read = kept.const_data_ptr<int64_t>() + h.num_images;
+  return {also_read, also_read + also.size()};
 }
 
-RPNLosses RegionProposalNetworkImpl::computeLosses(const HeadOutput& h, const RPNTargets& targets) {
+RegionProposalNetworkImpl::AnchorSample RegionProposalNetworkImpl::sampleAnchors(
+    const HeadOutput& h, const RPNTargets& targets) {
   TORCH_CHECK(static_cast<int64_t>(targets.boxes.size()) == h.num_images,
               "RegionProposalNetwork: ground truth for ", targets.boxes.size(),
               " images in a batch of ", h.num_images);
@@ -189,22 +247,25 @@ RPNLosses RegionProposalNetworkImpl::computeLosses(const HeadOutput& h, const RP
   for (const SampledMasks& m : sampled) {
     TORCH_CHECK(m.positive.numel() == total && m.negative.numel() == total,
                 "RegionProposalNetwork: a sample mask must cover the image's ", total, " anchors");
-    pos_masks.push_back(m.positive.to(h.anchors.device()));
-    neg_masks.push_back(m.negative.to(h.anchors.device()));
+    pos_masks.push_back(m.positive.to(h.anchors.device()).to(at::kBool));
+    neg_masks.push_back(m.negative.to(h.anchors.device()).to(at::kBool));
   }
-  const at::Tensor pos = at::where(at::cat(pos_masks, 0))[0];
-  const at::Tensor neg = at::where(at::cat(neg_masks, 0))[0];
-  const at::Tensor sampled_idx = at::cat({pos, neg}, 0);
-  const at::Tensor all_labels = at::cat(labels, 0);
-  const at::Tensor all_targets = at::cat(regression_targets, 0);
+  return {at::cat(labels, 0), at::cat(regression_targets, 0), at::cat(pos_masks, 0),
+          at::cat(neg_masks, 0)};
+}
 
+RPNLosses RegionProposalNetworkImpl::lossesOf(const HeadOutput& h, const AnchorSample& s,
+                                              int64_t positives, int64_t negatives) const {
+  // The sampled anchors, positives first, each group by increasing index.
+  const at::Tensor pos = countedIndices(s.positive, positives);
+  const at::Tensor sampled_idx = at::cat({pos, countedIndices(s.negative, negatives)}, 0);
   RPNLosses losses;
-  losses.box =
-      at::smooth_l1_loss(h.pred_deltas.index_select(0, pos), all_targets.index_select(0, pos),
-                         at::Reduction::Sum, options_.smooth_l1_beta) /
-      static_cast<double>(sampled_idx.numel());
+  losses.box = at::smooth_l1_loss(h.pred_deltas.index_select(0, pos),
+                                  s.regression_targets.index_select(0, pos), at::Reduction::Sum,
+                                  options_.smooth_l1_beta) /
+               static_cast<double>(sampled_idx.numel());
   losses.objectness = at::binary_cross_entropy_with_logits(
-      h.objectness.flatten().index_select(0, sampled_idx), all_labels.index_select(0, sampled_idx));
+      h.objectness.flatten().index_select(0, sampled_idx), s.labels.index_select(0, sampled_idx));
   losses.box_weighted = losses.box * options_.box_loss_weight;
   losses.sampled = static_cast<double>(sampled_idx.numel());
   return losses;
@@ -217,8 +278,15 @@ RPNOutput RegionProposalNetworkImpl::forward(const std::vector<at::Tensor>& feat
               "RegionProposalNetwork: targets are required in training");
   const HeadOutput h = runHead(features, sizes);
   RPNOutput out;
-  selectProposals(h, sizes, training, out.boxes, &out.scores);
-  if (training) out.losses = computeLosses(h, *targets);
+  if (!training) {
+    selectProposals(h, sizes, false, out.boxes, &out.scores);
+    return out;
+  }
+  // The sample's counts are read with the proposals' (one wait for the device).
+  const AnchorSample sample = sampleAnchors(h, *targets);
+  const std::vector<int64_t> counts = selectProposals(
+      h, sizes, true, out.boxes, &out.scores, {sample.positive.sum(), sample.negative.sum()});
+  out.losses = lossesOf(h, sample, counts[0], counts[1]);
   return out;
 }
 
@@ -227,8 +295,11 @@ RPNOutput RegionProposalNetworkImpl::validate(const std::vector<at::Tensor>& fea
   const HeadOutput h = runHead(features, sizes);
   RPNOutput out;
   selectProposals(h, sizes, /*training_counts=*/false, out.boxes, &out.scores);
-  selectProposals(h, sizes, /*training_counts=*/true, out.training_boxes, nullptr);
-  out.losses = computeLosses(h, targets);
+  const AnchorSample sample = sampleAnchors(h, targets);
+  const std::vector<int64_t> counts =
+      selectProposals(h, sizes, /*training_counts=*/true, out.training_boxes, nullptr,
+                      {sample.positive.sum(), sample.negative.sum()});
+  out.losses = lossesOf(h, sample, counts[0], counts[1]);
   return out;
 }
 

@@ -132,10 +132,22 @@ class RegionProposalNetworkImpl : public torch::nn::Module {
     at::Tensor decoded;              // [N, T, 4] float, detached
   };
   HeadOutput runHead(const std::vector<at::Tensor>& features, const ImageSizes& sizes);
-  // Per image the proposals with training's counts and NMS threshold or inference's.
-  void selectProposals(const HeadOutput& head, const ImageSizes& sizes, bool training_counts,
-                       std::vector<at::Tensor>& boxes, std::vector<at::Tensor>* scores) const;
-  RPNLosses computeLosses(const HeadOutput& head, const RPNTargets& targets);
+  // Per image the proposals with training's counts and NMS threshold or inference's. The
+  // host waits once, for how many boxes each image keeps; `also` (device int64 scalars) are
+  // read in the same copy, and returned.
+  std::vector<int64_t> selectProposals(const HeadOutput& head, const ImageSizes& sizes,
+                                       bool training_counts, std::vector<at::Tensor>& boxes,
+                                       std::vector<at::Tensor>* scores,
+                                       const std::vector<at::Tensor>& also = {}) const;
+  // The anchors' labels and regression targets for the ground truth, and their sample (bool
+  // masks), over the whole batch ([N*T], [N*T, 4]).
+  struct AnchorSample {
+    at::Tensor labels, regression_targets, positive, negative;
+  };
+  AnchorSample sampleAnchors(const HeadOutput& head, const RPNTargets& targets);
+  // The losses of a sample with `positives` and `negatives` anchors (counted on the host).
+  RPNLosses lossesOf(const HeadOutput& head, const AnchorSample& sample, int64_t positives,
+                     int64_t negatives) const;
 
   AnchorGenerator anchor_generator_;
   RPNHead head_;

@@ -118,6 +118,29 @@ inline void check_nms_args(const at::Tensor& boxes, const at::Tensor& scores) {
               scores.device(), ") must be on the same device");
 }
 
+inline void check_nms_keep_mask_args(const at::Tensor& boxes, const at::Tensor& scores,
+                                     const at::Tensor& categories, const at::Tensor& valid) {
+  constexpr const char* op = "nms_keep_mask";
+  TORCH_CHECK(boxes.dim() == 3 && boxes.size(2) == 4, op,
+              ": boxes must be a [B, K, 4] tensor of (x1, y1, x2, y2), got ", boxes.sizes());
+  TORCH_CHECK(at::isFloatingType(boxes.scalar_type()), op, ": boxes must be floating point, got ",
+              boxes.scalar_type());
+  const at::IntArrayRef bk = boxes.sizes().slice(0, 2);
+  TORCH_CHECK(scores.sizes() == bk && scores.scalar_type() == boxes.scalar_type(), op,
+              ": scores must be [B, K] = ", bk, " of the boxes' dtype, got ", scores.scalar_type(),
+              " ", scores.sizes());
+  TORCH_CHECK(categories.sizes() == bk && categories.scalar_type() == at::kLong, op,
+              ": categories must be int64 [B, K] = ", bk, ", got ", categories.scalar_type(), " ",
+              categories.sizes());
+  TORCH_CHECK(valid.sizes() == bk && valid.scalar_type() == at::kBool, op,
+              ": valid must be bool [B, K] = ", bk, ", got ", valid.scalar_type(), " ",
+              valid.sizes());
+  for (const at::Tensor* t : {&scores, &categories, &valid}) {
+    TORCH_CHECK(t->device() == boxes.device(), op, ": all inputs must be on the boxes' device (",
+                boxes.device(), "), got one on ", t->device());
+  }
+}
+
 inline void check_box_pair(const char* op, const char* name1, const at::Tensor& boxes1,
                            const char* name2, const at::Tensor& boxes2) {
   TORCH_CHECK(boxes1.scalar_type() == boxes2.scalar_type(), op, ": ", name1, " (",

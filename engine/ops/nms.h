@@ -20,6 +20,17 @@ at::Tensor nms(const at::Tensor& boxes, const at::Tensor& scores, double iou_thr
 at::Tensor batched_nms(const at::Tensor& boxes, const at::Tensor& scores, const at::Tensor& idxs,
                        double iou_threshold);
 
+// NMS of a batch of images at once, without the host: which boxes NMS keeps, as a mask.
+// boxes [B, K, 4], scores [B, K] (same dtype), categories [B, K] int64, valid [B, K] bool.
+// Within each image, the valid boxes are visited by decreasing score (equal scores by
+// increasing index) and each kept box drops every later box of its own category whose IoU
+// with it is > iou_threshold; boxes of different categories never suppress each other (what
+// batched_nms's per-category path gives). Invalid boxes are neither kept nor suppress.
+// Returns bool [B, K]. On a GPU the greedy pass runs on the device too: nothing waits.
+at::Tensor nms_keep_mask(const at::Tensor& boxes, const at::Tensor& scores,
+                         const at::Tensor& categories, const at::Tensor& valid,
+                         double iou_threshold);
+
 // Near-certain candidates. Each runtime's sigmoid and softmax round to exactly 1.0 from
 // another logit (float32 sigmoid: from about 16.0 in ONNX Runtime, 16.6 in LibTorch, 17.3 in
 // OpenVINO) and round differently just below, so with large logits the candidates near 1.0

@@ -90,15 +90,11 @@ StepResult Solver::step(double lr, LossScaler* scaler) {
   const double scale = (scaler ? scaler->scale() : 1.0) * options_.accumulation_steps;
   if (scale != 1.0) at::_foreach_mul_(grads, 1.0 / scale);
 
-  // inf/NaN anywhere: the norm of the norms is not finite.
+  // inf/NaN anywhere: the norm of the norms is not finite. Read with the clipped norm below
+  // (one wait for the device a step); until then the gradients are changed as if finite,
+  // which a non-finite step throws away.
   const std::vector<at::Tensor> raw_norms = at::_foreach_norm(grads, 2);
-  const bool finite = at::stack(raw_norms).isfinite().all().item<bool>();
-  if (scaler) scaler->update(!finite);
-  if (!finite) {
-    result.finite = false;
-    zeroGrad();
-    return result;
-  }
+  const at::Tensor all_finite = at::stack(raw_norms).isfinite().all();
 
   // TAO's regularisation (part of its loss, hence of the clipped gradient) and bias scale.
   // grad.add_(param, alpha) is the same single kernel torch.optim.SGD uses for weight_decay.
@@ -123,13 +119,22 @@ StepResult Solver::step(double lr, LossScaler* scaler) {
     clamped = at::clamp_max(coef, 1.0);
     at::_foreach_mul_(grads, clamped);
   }
-  // The norm and the clipping coefficient to the host in one copy (on a GPU, one wait).
-  const at::Tensor host =
-      (clamped.defined() ? at::stack({total, clamped.to(total.scalar_type())}) : total.reshape({1}))
-          .to(at::kDouble)
-          .cpu();
-  result.grad_norm = host.data_ptr<double>()[0];
-  if (clamped.defined()) result.clipped = host.data_ptr<double>()[1] < 1.0;
+  // Finite or not, the norm and the clipping coefficient to the host in one copy (on a GPU,
+  // one wait).
+  std::vector<at::Tensor> read = {all_finite.to(at::kDouble).reshape({1}),
+                                  total.to(at::kDouble).reshape({1})};
+  if (clamped.defined()) read.push_back(clamped.to(at::kDouble).reshape({1}));
+  const at::Tensor host = at::cat(read).cpu();
+  const double* v = host.const_data_ptr<double>();
+  const bool finite = v[0] != 0.0;
+  if (scaler) scaler->update(!finite);
+  if (!finite) {
+    result.finite = false;
+    zeroGrad();
+    return result;
+  }
+  result.grad_norm = v[1];
+  if (clamped.defined()) result.clipped = v[2] < 1.0;
 
   // torch.optim.SGD's update (dampening 0, no Nesterov).
   for (size_t k = 0; k < index.size(); ++k) {

@@ -63,8 +63,10 @@ class TestOps : public QObject {
   // reachable by name, with every kernel, without touching the C++ wrappers.
   void opsAreRegisteredWithTheDispatcher() {
     auto& dispatcher = c10::Dispatcher::singleton();
-    for (const char* name : {"mrcnn::roi_align", "mrcnn::_roi_align_backward", "mrcnn::nms",
-                             "mrcnn::box_iou", "mrcnn::encode_boxes", "mrcnn::decode_boxes"}) {
+    for (const char* name :
+         {"mrcnn::roi_align", "mrcnn::_roi_align_backward", "mrcnn::multilevel_roi_align",
+          "mrcnn::_multilevel_roi_align_backward", "mrcnn::nms", "mrcnn::nms_keep_mask",
+          "mrcnn::box_iou", "mrcnn::encode_boxes", "mrcnn::decode_boxes"}) {
       const c10::OperatorHandle op = dispatcher.findSchemaOrThrow(name, "");
       QVERIFY2(op.hasKernelForDispatchKey(c10::DispatchKey::CPU), name);
 #ifdef MRCNN_OPS_HAS_CUDA
@@ -205,6 +207,54 @@ class TestOps : public QObject {
     }
   }
 
+  // The batched mask form: per image, per category, the valid boxes' own NMS, and nothing
+  // else kept; ties in the scores included.
+  void nmsKeepMaskIsPerCategoryNmsOfTheValidBoxes() {
+    const int64_t images = 3, n = 700;
+    at::Tensor boxes = at::stack({randomBoxes(n, 60, at::kFloat), randomBoxes(n, 60, at::kFloat),
+                                  randomBoxes(n, 60, at::kFloat)});
+    const at::Tensor scores = torch::randint(0, 50, {images, n}).to(at::kFloat) / 50;
+    const at::Tensor categories = torch::randint(0, 4, {images, n}, at::kLong);
+    const at::Tensor valid = torch::rand({images, n}) > 0.3;
+    for (const double threshold : {0.3, 0.7}) {
+      const at::Tensor keep = ops::nms_keep_mask(boxes, scores, categories, valid, threshold);
+      QCOMPARE(keep.scalar_type(), at::kBool);
+      for (int64_t i = 0; i < images; ++i) {
+        at::Tensor expected = torch::zeros({n}, at::kBool);
+        for (int64_t cls = 0; cls < 4; ++cls) {
+          const at::Tensor members = ((categories[i] == cls) & valid[i]).nonzero().squeeze(1);
+          const at::Tensor kept = ops::nms(boxes[i].index_select(0, members),
+                                           scores[i].index_select(0, members), threshold);
+          expected.index_fill_(0, members.index_select(0, kept), true);
+        }
+        QVERIFY2(torch::equal(keep[i], expected),
+                 qPrintable(QString("image %1, threshold %2: %3 kept, expected %4")
+                                .arg(i)
+                                .arg(threshold)
+                                .arg(keep[i].sum().item<int64_t>())
+                                .arg(expected.sum().item<int64_t>())));
+      }
+    }
+    // An invalid box neither is kept nor suppresses: the best box, invalid, over the second.
+    const at::Tensor two = torch::tensor({{{0.f, 0.f, 10.f, 10.f}, {0.f, 0.f, 10.f, 9.f}}});
+    const at::Tensor keep =
+        ops::nms_keep_mask(two, torch::tensor({{0.9f, 0.8f}}), torch::zeros({1, 2}, at::kLong),
+                           torch::tensor({{false, true}}), 0.5);
+    QVERIFY(torch::equal(keep, torch::tensor({{false, true}})));
+    QCOMPARE(
+        ops::nms_keep_mask(torch::zeros({2, 0, 4}), torch::zeros({2, 0}),
+                           torch::zeros({2, 0}, at::kLong), torch::zeros({2, 0}, at::kBool), 0.5)
+            .sizes(),
+        (at::IntArrayRef{2, 0}));
+    const std::string e = errorOf([&] {
+      ops::nms_keep_mask(two, torch::tensor({{0.9f, 0.8f}}), torch::zeros({1, 2}, at::kLong),
+                         torch::tensor({{1, 1}}, at::kInt), 0.5);
+    });
+    QVERIFY2(
+        e.find("nms_keep_mask: valid must be bool [B, K] = [1, 2], got Int") != std::string::npos,
+        e.c_str());
+  }
+
   // ---- Box IoU and the box coder ----
 
   void boxIouMatchesTorchvision() {
@@ -305,6 +355,23 @@ class TestOps : public QObject {
       const at::Tensor idxs = torch::randint(0, 5, {n}, at::kLong);
       QCOMPARE(toVector(ops::batched_nms(boxes.cuda(), scores.cuda(), idxs.cuda(), 0.5)),
                toVector(ops::batched_nms(boxes, scores, idxs, 0.5)));
+    }
+  }
+
+  // The greedy pass on the device: the same mask as on the CPU, up to a pyramid's 10000
+  // candidates an image.
+  void cudaNmsKeepMaskMatchesCpu() {
+    SKIP_WITHOUT_GPU();
+    for (const int64_t n : {1, 64, 65, 2000, 10000}) {
+      at::Tensor boxes =
+          at::stack({randomBoxes(n, 800, at::kFloat), randomBoxes(n, 800, at::kFloat)});
+      const at::Tensor scores = torch::rand({2, n});
+      const at::Tensor categories = torch::randint(0, 5, {2, n}, at::kLong);
+      const at::Tensor valid = torch::rand({2, n}) > 0.2;
+      const at::Tensor cpu = ops::nms_keep_mask(boxes, scores, categories, valid, 0.7);
+      const at::Tensor gpu =
+          ops::nms_keep_mask(boxes.cuda(), scores.cuda(), categories.cuda(), valid.cuda(), 0.7);
+      QVERIFY2(torch::equal(gpu.cpu(), cpu), qPrintable(QString("n=%1").arg(n)));
     }
   }
 

@@ -18,11 +18,13 @@
 #include <vector>
 
 #include "engine/model/anchor_generator.h"
+#include "engine/model/counted_indices.h"
 #include "engine/model/matcher.h"
 #include "engine/model/rpn.h"
 #include "engine/model/rpn_head.h"
 #include "engine/model/sampler.h"
 #include "engine/ops/box_iou.h"
+#include "engine/runtime/sync_counter.h"
 #include "tests/common/reference_script.h"
 #include "tests/engine/parity_file.h"
 
@@ -379,10 +381,13 @@ class TestRpn : public QObject {
           const at::Tensor blocks = matcher.matchBoxes(gt, anchors, block);
           QVERIFY2(torch::equal(blocks, whole),
                    qPrintable(QString("%1 objects, low quality %2, block %3: %4 matches differ")
-                                  .arg(objects).arg(low_quality).arg(block)
+                                  .arg(objects)
+                                  .arg(low_quality)
+                                  .arg(block)
                                   .arg((blocks != whole).sum().item<int64_t>())));
         }
-        if (low_quality) QVERIFY((whole >= 0).sum().item<int64_t>() >= std::min<int64_t>(objects, 5));
+        if (low_quality)
+          QVERIFY((whole >= 0).sum().item<int64_t>() >= std::min<int64_t>(objects, 5));
       }
     }
   }
@@ -416,7 +421,8 @@ class TestRpn : public QObject {
     const auto c = s({l.few_pos, l.many_pos}, {13, 12});
     checkSamplerCounts(a, l);
     if (QTest::currentTestFailed()) return;
-    QVERIFY(torch::equal(a[0].negative, b[0].negative) && torch::equal(a[1].positive, b[1].positive));
+    QVERIFY(torch::equal(a[0].negative, b[0].negative) &&
+            torch::equal(a[1].positive, b[1].positive));
     QVERIFY(!torch::equal(a[0].negative, c[0].negative));
     QVERIFY(torch::equal(a[1].positive, c[1].positive));  // image 1's key is the same
     // Uniform: over 1000 keys each of the 490 positives is taken 128/490 of the time (binomial
@@ -428,8 +434,10 @@ class TestRpn : public QObject {
       taken_pos += d[1].positive.to(at::kFloat);
     }
     const double p_pos = 128.0 / 490, p_neg = 226.0 / 1000;
-    const double worst_pos = (taken_pos.narrow(0, 10, 490) / 1000 - p_pos).abs().max().item<double>();
-    const double worst_neg = (taken_neg.narrow(0, 30, 1000) / 1000 - p_neg).abs().max().item<double>();
+    const double worst_pos =
+        (taken_pos.narrow(0, 10, 490) / 1000 - p_pos).abs().max().item<double>();
+    const double worst_neg =
+        (taken_neg.narrow(0, 30, 1000) / 1000 - p_neg).abs().max().item<double>();
     QVERIFY2(worst_pos < 0.07 && worst_neg < 0.07,
              qPrintable(QString("largest departures %1, %2").arg(worst_pos).arg(worst_neg)));
   }
@@ -455,6 +463,44 @@ class TestRpn : public QObject {
     QVERIFY((out.boxes[0].select(1, 2) <= 50).all().item<bool>());
     QVERIFY((out.boxes[0].select(1, 3) <= 60).all().item<bool>());
     QVERIFY_THROWS_EXCEPTION(c10::Error, rpn->forward(features, {{64, 64}, {{60, 50}}}));
+  }
+
+  // The indices a where() gives, from a count read beforehand: same values, same order.
+  void countedIndicesAreWheresIndices() {
+    for (const double p : {0.0, 0.01, 0.5, 1.0}) {
+      for (const int64_t n : {0, 1, 1000, 100000}) {
+        const at::Tensor mask = torch::rand({n}) < p;
+        const int64_t count = mask.sum().item<int64_t>();
+        QVERIFY(torch::equal(model::countedIndices(mask, count), at::where(mask)[0]));
+        QVERIFY(torch::equal(model::countedIndices(mask.to(at::kByte), count), at::where(mask)[0]));
+      }
+    }
+  }
+
+  // On a GPU the proposals of a batch make the host wait once (how many boxes each image
+  // keeps after its NMS), not once an image or more.
+  void proposalsOnGpuWaitOnce() {
+    if (!torch::cuda::is_available()) QSKIP("no GPU visible: this check runs where a GPU is");
+    torch::manual_seed(4);
+    model::RegionProposalNetwork rpn(model::AnchorGenerator(model::AnchorOptions::tao(
+                                         2, 4, 1, 8.0, {{1, 1}, {1.4, 0.7}, {0.7, 1.4}})),
+                                     model::RPNHead(model::RPNHeadOptions{.in_channels = 8}),
+                                     model::RPNOptions{},
+                                     at::make_generator<at::CPUGeneratorImpl>(5));
+    rpn->to(torch::kCUDA);
+    rpn->eval();
+    torch::NoGradGuard no_grad;
+    std::vector<at::Tensor> features;
+    for (int64_t side : {64, 32, 16})
+      features.push_back(torch::randn({3, 8, side, side}, torch::kCUDA));
+    const model::ImageSizes sizes{{256, 256}, {{256, 256}, {200, 240}, {256, 100}}};
+    rpn->forward(features, sizes);  // warm-up: kernel loads, allocations
+    mrcnn::engine::SyncCounter counter(true);
+    const model::RPNOutput out = rpn->forward(features, sizes);
+    const mrcnn::engine::SyncCount count = counter.stop();
+    QVERIFY2(count.total == 1, count.json().c_str());
+    QCOMPARE(out.boxes.size(), size_t{3});
+    QVERIFY(out.boxes[0].size(0) > 0);
   }
 
   void specFieldsMapToOptions() {

@@ -227,6 +227,28 @@ class Checks:
 
     # ---- box_iou, box coder ----
 
+    def nms_keep_mask(self, gen):
+        """The batched NMS with its greedy pass on the device: the same mask as our CPU kernel
+        and as torchvision's nms run per image and category on the valid boxes."""
+        images, n = 3, 10000
+        boxes = torch.stack([random_boxes(gen, n, 800) for _ in range(images)])
+        scores = torch.rand(images, n, generator=gen)
+        categories = torch.randint(0, 5, (images, n), generator=gen)
+        valid = torch.rand(images, n, generator=gen) > 0.2
+        ours = torch.ops.mrcnn.nms_keep_mask(boxes.cuda(), scores.cuda(), categories.cuda(), valid.cuda(), 0.7)
+        cpu = torch.ops.mrcnn.nms_keep_mask(boxes, scores, categories, valid, 0.7)
+        if not torch.equal(ours.cpu(), cpu):
+            raise AssertionError(f"GPU and CPU masks differ in {(ours.cpu() != cpu).sum().item()} boxes")
+        for i in range(images):
+            expected = torch.zeros(n, dtype=torch.bool)
+            for c in range(5):
+                members = torch.nonzero((categories[i] == c) & valid[i]).squeeze(1)
+                kept = self.tv.ops.nms(boxes[i][members].cuda(), scores[i][members].cuda(), 0.7).cpu()
+                expected[members[kept]] = True
+            if not torch.equal(ours[i].cpu(), expected):
+                raise AssertionError(f"image {i}: differs from torchvision's per-category nms")
+        return f"{images} images of {n} boxes, 5 categories: kept {ours.sum().item()}, equal to CPU and torchvision"
+
     def box_iou(self, dtype):
         def check(gen):
             a, b = random_boxes(gen, 3000, 800, dtype), random_boxes(gen, 2000, 800, dtype)
@@ -426,7 +448,7 @@ def main():
     torch.ops.load_library(args.library)
     names = ["roi_align", "_roi_align_backward", "nms", "box_iou", "encode_boxes", "decode_boxes",
              "mask_targets", "mask_targets_cropped", "paste_masks", "paste_masks_binary",
-             "multilevel_roi_align", "_multilevel_roi_align_backward"]
+             "multilevel_roi_align", "_multilevel_roi_align_backward", "nms_keep_mask"]
     missing = [n for n in names if not torch._C._dispatch_has_kernel_for_dispatch_key(f"mrcnn::{n}", "CUDA")]
     report = {"torch": torch.__version__, "library": args.library, "checks": []}
     if missing:
@@ -465,6 +487,7 @@ def main():
         c.run(f"box_iou {str(dtype).split('.')[1]}", c.box_iou(dtype))
     c.run("roi_align empty, large, autocast", c.roi_align_edges)
     c.run("batched_nms", c.batched_nms)
+    c.run("nms_keep_mask", c.nms_keep_mask)
     c.run("box coder", c.box_coder)
     c.run("mask_targets", c.mask_targets)
     c.run("mask_targets_cropped", c.mask_targets_cropped)
