@@ -7,7 +7,7 @@
 #                                           (images/), make's JSON line in make.json
 #   tests/app/export_inputs.sh shapes DIR   the shapes spec trained 150 steps in DIR/shapes_run
 #                                           (a model that detects the shapes a little: bbox AP
-#                                           about 0.03, so parity and AP compare real detections)
+#                                           0.003-0.03, so parity and AP compare real detections)
 #   tests/app/export_inputs.sh all DIR      both, in DIR emptied first (the suite's fixture)
 #
 # Each part ends with DIR/<part>.done; a part already done is not made again. Needs the test
