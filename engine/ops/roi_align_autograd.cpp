@@ -93,9 +93,11 @@ class MultilevelRoIAlignFunction : public torch::autograd::Function<MultilevelRo
 
   static variable_list backward(AutogradContext* ctx, const variable_list& grad_output) {
     const variable_list saved = ctx->get_saved_variables();
+    const Variable& rois = saved[0];
+    const Variable& levels = saved[1];
     const auto& d = ctx->saved_data;
     variable_list grads = multilevel_roi_align_backward(
-        grad_output[0], saved[0], saved[1], d.at("scales").toDoubleVector(),
+        grad_output[0], rois, levels, d.at("scales").toDoubleVector(),
         d.at("pooled_height").toInt(), d.at("pooled_width").toInt(), d.at("batch_size").toInt(),
         d.at("channels").toInt(), d.at("heights").toIntVector(), d.at("widths").toIntVector(),
         d.at("sampling_ratio").toInt(), d.at("aligned").toBool(), d.at("channels_last").toBool());
