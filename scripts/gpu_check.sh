@@ -24,7 +24,8 @@
 # Steps, in order; the first that fails ends the run, and what passed is still reported:
 #   prerequisites, build, ops (ctest -L "^gpu$", or tests/gpu/ops_cuda_check.py with a bundle),
 #   train_fp16, train_bf16 (scripts/gpu_check_train.py judges them), train_nccl (a process
-#   group of one, MRCNN_DIST_FORCE_GROUP: NCCL's collectives), bench (ours:
+#   group of one, MRCNN_DIST_FORCE_GROUP: NCCL's collectives), train_graphs (use_cuda_graphs
+#   against eager, scripts/gpu_check_graphs.py judges), bench (ours, eager and with CUDA graphs:
 #   mrcnn-engine --task benchmark; torchvision: scripts/bench_gpu_torchvision.py; then one
 #   profiled step of ours, training and inference, into bench.log, and one step of each
 #   counting the host syncs, --count-syncs).
@@ -91,7 +92,7 @@ work, path, status, note, started = sys.argv[1:6]
 steps = [json.loads(l) for l in open(os.path.join(work, "steps.jsonl")) if l.strip()]
 summary = {"status": status, "note": note, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(started))),
            "seconds": int(time.time()) - int(started), "steps": steps}
-for name in ("machine", "ops", "train_fp16", "train_bf16", "bench"):
+for name in ("machine", "ops", "train_fp16", "train_bf16", "train_graphs", "bench"):
     f = os.path.join(work, name + ".json")
     if os.path.exists(f):
         summary[name] = json.load(open(f))
@@ -284,6 +285,25 @@ group_line="$(grep -m1 -o 'process group: rank 0 of 1 ([^)]*)' "$run/log.txt")"
 [[ "$group_line" == *"(nccl"* ]] \
   || fail_step train_nccl $(( $(date +%s) - t0 )) "no NCCL process group in $run/log.txt: '$group_line'" "$train_log"
 record train_nccl passed $(( $(date +%s) - t0 )) "$group_line; 10 steps and the evaluation ran"
+# CUDA graphs (use_cuda_graphs): 10 fp16 steps with the dense stages recorded and replayed
+# against the same 10 steps eager; scripts/gpu_check_graphs.py judges (losses to fp16
+# tolerance, the replays counted).
+t0=$(date +%s)
+for mode in graphs eager; do
+  echo "=== train fp16, 10 steps, use_cuda_graphs $([ $mode = graphs ] && echo true || echo false)" >> "$train_log"
+  timeout 300 "$engine" --spec "$root/specs/shapes_resnet18.txt" --set device=cuda --set use_amp=true \
+    --set amp_dtype=fp16 --set total_steps=10 --set num_steps_per_eval=10 --set save_checkpoints_steps=10 \
+    --set logging_frequency=1 --set "use_cuda_graphs=$([ $mode = graphs ] && echo true || echo false)" \
+    --run-dir "$work/train-$mode" >> "$train_log" 2>&1
+  rc=$?
+  [ $rc -eq 0 ] || fail_step train_graphs $(( $(date +%s) - t0 )) "the $mode run exited $rc" "$train_log"
+done
+verdict="$("$py" "$root/scripts/gpu_check_graphs.py" --graphs "$work/train-graphs" --eager "$work/train-eager" \
+  --json "$work/train_graphs.json" 2>&1)"
+rc=$?
+echo "$verdict" >> "$train_log"
+[ $rc -eq 0 ] || fail_step train_graphs $(( $(date +%s) - t0 )) "$verdict" "$train_log"
+record train_graphs passed $(( $(date +%s) - t0 )) "$verdict"
 fi
 
 # ---- benchmark: ours and torchvision, synthetic data, ResNet-50 FPN at 800x1333 ----
@@ -309,6 +329,11 @@ IFS=',' read -r -a batch_list <<< "$batches"
 for b in "${batch_list[@]}"; do
   bench_row "train-b$b" -- --mode train --set "train_batch_size=$b" \
     || fail_step bench $(( $(date +%s) - t0 )) "ours, training at batch $b, failed" "$bench_log"
+done
+# CUDA graphs for the dense stages, at every batch: what the replays are worth.
+for b in "${batch_list[@]}"; do
+  bench_row "train-b$b-graphs" -- --mode train --set "train_batch_size=$b" --set use_cuda_graphs=true \
+    || fail_step bench $(( $(date +%s) - t0 )) "ours, training at batch $b with CUDA graphs, failed" "$bench_log"
 done
 bench_row "train-b4-fp32" -- --mode train --set train_batch_size=4 --set use_amp=false \
   || fail_step bench $(( $(date +%s) - t0 )) "ours, fp32 training, failed" "$bench_log"
@@ -347,8 +372,9 @@ for amp in ("fp16", "none"):
         for r in json.load(open(f))["rows"]:
             key = f"{'train-b' if r['mode'] == 'train' else 'infer-b'}{r['batch']}" + ("" if amp == "fp16" else "-fp32")
             tv[key] = r
-for key in [k for k in ours if k.endswith("-nchw")]:  # against the same torchvision row
-    tv[key] = tv.get(key[:-len("-nchw")])
+for suffix in ("-nchw", "-graphs"):  # against the same torchvision row
+    for key in [k for k in ours if k.endswith(suffix)]:
+        tv[key] = tv.get(key[:-len(suffix)])
 rows = []
 for key in sorted(set(ours) | set(tv)):
     o, t = ours.get(key), tv.get(key)

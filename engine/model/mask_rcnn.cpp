@@ -4,6 +4,7 @@
 #include <c10/core/InferenceMode.h>
 #include <torch/nn/module.h>
 
+#include <cstddef>
 #include <utility>
 
 #include "engine/model/device_copy.h"
@@ -128,9 +129,18 @@ MaskRCNNLosses MaskRCNNImpl::losses(const at::Tensor& images, const ImageSizes& 
   TORCH_CHECK(targets.boxes.size() == n && targets.labels.size() == n,
               "MaskRCNN::losses: ground truth for ", targets.boxes.size(), " images, batch of ", n);
 
-  std::vector<at::Tensor> features = backbone_->forward(inLayout(images));
+  const at::Tensor x = inLayout(images);
+  const std::vector<at::Tensor> dense = dense_runner_ ? dense_runner_(x) : denseStages(x);
+  TORCH_CHECK(dense.size() % 3 == 0 && !dense.empty(), "MaskRCNN::losses: the dense stages gave ",
+              dense.size(), " tensors, not three lists of levels");
+  const auto level = [&](size_t list) {
+    const auto begin = dense.begin() + static_cast<std::ptrdiff_t>(list * dense.size() / 3);
+    return std::vector<at::Tensor>(begin, begin + static_cast<std::ptrdiff_t>(dense.size() / 3));
+  };
+  std::vector<at::Tensor> features = level(0);
+  const RPNHeadMaps head_maps{level(1), level(2)};
   const RPNTargets rpn_targets = rpnTargets(targets);
-  RPNOutput proposals = rpn_->forward(features, sizes, &rpn_targets);
+  RPNOutput proposals = rpn_->forward(features, sizes, &rpn_targets, &head_maps);
   const RoIHeadsTargets roi_targets = roiTargets(targets);
   RoIHeadsOutput heads = roi_heads_->forward(features, proposals.boxes, sizes, &roi_targets);
 
@@ -140,6 +150,14 @@ MaskRCNNLosses MaskRCNNImpl::losses(const at::Tensor& images, const ImageSizes& 
     trace->features = std::move(features);
     trace->proposals = std::move(proposals.boxes);
   }
+  return out;
+}
+
+std::vector<at::Tensor> MaskRCNNImpl::denseStages(const at::Tensor& images) {
+  std::vector<at::Tensor> out = backbone_->forward(images);
+  auto [logits, deltas] = rpn_->head()->forward(out);
+  out.insert(out.end(), logits.begin(), logits.end());
+  out.insert(out.end(), deltas.begin(), deltas.end());
   return out;
 }
 

@@ -23,6 +23,7 @@
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -126,6 +127,16 @@ class MaskRCNNImpl : public torch::nn::Module {
   MaskRCNNValidation validate(const at::Tensor& images, const ImageSizes& sizes,
                               const MaskRCNNTargets& targets);
 
+  // The dense stages of a training step: the backbone with its FPN, then the RPN head on every
+  // level. Their shapes are the padded batch's, so a recording of them (CUDA graphs) replays
+  // for every batch of one shape. One list: the FPN's levels, then the head's logits, then its
+  // deltas (as many of each). `images` in options().layout.
+  std::vector<at::Tensor> denseStages(const at::Tensor& images);
+  // What runs denseStages in losses(): a runner set here (train/dense_graphs.h records them),
+  // or, when none is set (an empty one), denseStages itself.
+  using DenseRunner = std::function<std::vector<at::Tensor>(const at::Tensor&)>;
+  void setDenseRunner(DenseRunner runner) { dense_runner_ = std::move(runner); }
+
   BackboneWithFPN& backbone() { return backbone_; }
   RegionProposalNetwork& rpn() { return rpn_; }
   RoIHeads& roiHeads() { return roi_heads_; }
@@ -163,6 +174,7 @@ class MaskRCNNImpl : public torch::nn::Module {
   BackboneWithFPN backbone_{nullptr};
   RegionProposalNetwork rpn_{nullptr};
   RoIHeads roi_heads_{nullptr};
+  DenseRunner dense_runner_;
 };
 TORCH_MODULE(MaskRCNN);
 

@@ -122,7 +122,8 @@ std::pair<at::Tensor, at::Tensor> RegionProposalNetworkImpl::assignTargets(
 }
 
 RegionProposalNetworkImpl::HeadOutput RegionProposalNetworkImpl::runHead(
-    const std::vector<at::Tensor>& features, const ImageSizes& sizes) {
+    const std::vector<at::Tensor>& features, const ImageSizes& sizes,
+    const RPNHeadMaps* head_maps) {
   TORCH_CHECK(!features.empty(), "RegionProposalNetwork: no feature maps");
   HeadOutput h;
   h.num_images = features[0].size(0);
@@ -130,7 +131,11 @@ RegionProposalNetworkImpl::HeadOutput RegionProposalNetworkImpl::runHead(
               "RegionProposalNetwork: ", sizes.images.size(), " image sizes for a batch of ",
               h.num_images);
 
-  auto [logits, deltas] = head_->forward(features);
+  const RPNHeadMaps maps = head_maps ? *head_maps : head_->forward(features);
+  const auto& [logits, deltas] = maps;
+  TORCH_CHECK(logits.size() == features.size() && deltas.size() == features.size(),
+              "RegionProposalNetwork: head maps for ", logits.size(), " and ", deltas.size(),
+              " levels, ", features.size(), " feature levels");
   h.anchors = anchor_generator_(features, sizes.padded);  // [T, 4]
 
   std::vector<at::Tensor> flat_logits, flat_deltas;
@@ -272,11 +277,12 @@ RPNLosses RegionProposalNetworkImpl::lossesOf(const HeadOutput& h, const AnchorS
 }
 
 RPNOutput RegionProposalNetworkImpl::forward(const std::vector<at::Tensor>& features,
-                                             const ImageSizes& sizes, const RPNTargets* targets) {
+                                             const ImageSizes& sizes, const RPNTargets* targets,
+                                             const RPNHeadMaps* head_maps) {
   const bool training = is_training();
   TORCH_CHECK(!training || targets != nullptr,
               "RegionProposalNetwork: targets are required in training");
-  const HeadOutput h = runHead(features, sizes);
+  const HeadOutput h = runHead(features, sizes, head_maps);
   RPNOutput out;
   if (!training) {
     selectProposals(h, sizes, false, out.boxes, &out.scores);

@@ -102,9 +102,10 @@ class RegionProposalNetworkImpl : public torch::nn::Module {
                             std::optional<at::Generator> generator = std::nullopt);
 
   // features: one [N, C, H_l, W_l] per level, finest first. targets: required in training
-  // (is_training()), ignored otherwise.
+  // (is_training()), ignored otherwise. head_maps: the head's outputs on `features` when the
+  // caller ran it (MaskRCNN's dense stages); null: the head runs here.
   RPNOutput forward(const std::vector<at::Tensor>& features, const ImageSizes& sizes,
-                    const RPNTargets* targets = nullptr);
+                    const RPNTargets* targets = nullptr, const RPNHeadMaps* head_maps = nullptr);
 
   // Validation, in either mode: one run of the head gives inference's proposals (`boxes`,
   // `scores`), training's (`training_boxes`) and the losses training computes against
@@ -131,7 +132,8 @@ class RegionProposalNetworkImpl : public torch::nn::Module {
     at::Tensor pred_deltas;          // [N*T, 4]
     at::Tensor decoded;              // [N, T, 4] float, detached
   };
-  HeadOutput runHead(const std::vector<at::Tensor>& features, const ImageSizes& sizes);
+  HeadOutput runHead(const std::vector<at::Tensor>& features, const ImageSizes& sizes,
+                     const RPNHeadMaps* head_maps = nullptr);
   // Per image the proposals with training's counts and NMS threshold or inference's. The
   // host waits once, for how many boxes each image keeps; `also` (device int64 scalars) are
   // read in the same copy, and returned.

@@ -30,6 +30,9 @@ struct RPNHeadOptions {
   std::vector<int64_t> conv_channels{};
 };
 
+// The head's outputs: objectness logits and box deltas, one map of each per level.
+using RPNHeadMaps = std::pair<std::vector<at::Tensor>, std::vector<at::Tensor>>;
+
 class RPNHeadImpl : public torch::nn::Module {
  public:
   explicit RPNHeadImpl(RPNHeadOptions options = {});
@@ -37,8 +40,7 @@ class RPNHeadImpl : public torch::nn::Module {
   // features: one [N, C, H_l, W_l] per level. Returns the objectness logits [N, A, H_l, W_l]
   // and box deltas [N, 4A, H_l, W_l] per level (deltas ordered anchor major, (dx, dy, dw, dh)
   // minor, as torchvision).
-  std::pair<std::vector<at::Tensor>, std::vector<at::Tensor>> forward(
-      const std::vector<at::Tensor>& features);
+  RPNHeadMaps forward(const std::vector<at::Tensor>& features);
 
   // Re-initialises as torchvision: weights normal(0, 0.01), biases 0 (ATen's default
   // generator). The constructor does this.

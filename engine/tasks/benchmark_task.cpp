@@ -37,6 +37,7 @@
 #include "engine/tasks/tasks.h"
 #include "engine/runtime/autocast_scope.h"
 #include "engine/events/event_writer.h"
+#include "engine/train/dense_graphs.h"
 #include "engine/train/loss_scaler.h"
 #include "engine/train/solver.h"
 
@@ -173,6 +174,7 @@ int benchmark(const TaskOptions& options, const BenchmarkOptions& bench,
     FakeBatch data = fakeBatch(batch, height, width, s.data_config().num_classes(), device, masks);
     std::unique_ptr<train::Solver> solver;
     std::unique_ptr<dist::DataParallel> parallel;
+    train::DenseGraphs graphs;
     if (training) {
       net->train();
       solver = std::make_unique<train::Solver>(train::Solver::trainableParameters(*net),
@@ -182,6 +184,15 @@ int benchmark(const TaskOptions& options, const BenchmarkOptions& bench,
             *group, train::Solver::trainableParameters(*net), s.dist_bucket_mib());
         parallel->broadcastWeights();
       }
+      train::DenseGraphsRequest request;
+      request.wanted = s.use_cuda_graphs();
+      request.device = device;
+      request.synchronised_batch_norm =
+          static_cast<bool>(model_options.backbone.resnet.batch_norm_reducer);
+      graphs = train::useDenseGraphs(*net, std::move(request), [&events](const std::string& l) {
+        events.write(train::logEvent(l));
+      });
+      events.write(train::logEvent(graphs.status));
     } else {
       net->prepareForInference();
     }
@@ -264,7 +275,7 @@ int benchmark(const TaskOptions& options, const BenchmarkOptions& bench,
       memory_kind = "peak CUDA memory allocated (rank 0)";
     }
 #endif
-    char line[512];
+    char line[1024];
     std::snprintf(line, sizeof line,
                   "benchmark %s: %.2f images/s (global), step time p50 %.1f ms, p90 %.1f ms, "
                   "p99 %.1f ms; %s %.0f MiB",
@@ -287,6 +298,10 @@ int benchmark(const TaskOptions& options, const BenchmarkOptions& bench,
           "host synchronisations in one " + bench.mode + " step: " + std::to_string(syncs.total) +
           " from " + std::to_string(syncs.sites.size()) + " call stacks, written to " +
           bench.count_syncs.string() + " (scripts/symbolize_syncs.py names their lines)"));
+    }
+    if (graphs.graphs) {
+      const std::string more = "; " + graphs.graphs->summary();
+      std::strncat(line, more.c_str(), sizeof line - std::strlen(line) - 1);
     }
     events.write(train::logEvent(line));
     if (rank_times) {

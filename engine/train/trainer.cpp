@@ -12,6 +12,7 @@
 #include "engine/model/device_copy.h"
 #include "engine/runtime/autocast_scope.h"
 #include "engine/setup/data_setup.h"
+#include "engine/train/device_batches.h"
 #include "engine/train/loss_scaler.h"
 #include "engine/train/solver.h"
 #include "engine/train/stop_signal.h"
@@ -77,6 +78,8 @@ Trainer::Trainer(model::MaskRCNNImpl& net, Solver& solver, LossScaler& scaler,
       options_(options),
       state_(std::move(state)) {}
 
+Trainer::~Trainer() = default;
+
 void Trainer::run() {
   // An evaluation a hook ran (or took from the record of a resumed step) goes to every hook.
   const auto evaluated = [&] {
@@ -86,6 +89,9 @@ void Trainer::run() {
   };
   each([&](TrainHook& h) { h.beforeTrain(state_); });
   evaluated();
+  // After beforeTrain: a hook may have read the loader's position. Gone at the end, before
+  // the hooks' own work (the thread stops; the loader stays the caller's).
+  batches_ = std::make_unique<DeviceBatches>(loader_, options_.device, options_.with_masks);
   while (state_.step < state_.total_steps && !state_.stop) {
     each([&](TrainHook& h) { h.beforeStep(state_); });
     runStep();
@@ -93,25 +99,23 @@ void Trainer::run() {
     each([&](TrainHook& h) { h.afterStep(state_); });
     evaluated();
   }
+  batches_.reset();
   each([&](TrainHook& h) { h.beforeEnd(state_); });
   evaluated();
   each([&](TrainHook& h) { h.afterTrain(state_); });
 }
 
-MicroBatch Trainer::forward(const dataset::Batch& batch, model::MaskRCNNLosses& losses) {
-  MicroBatch micro{losses, {}, batch.size()};
+MicroBatch Trainer::forward(DeviceBatch& batch, model::MaskRCNNLosses& losses) {
+  MicroBatch micro{losses, {}, batch.host.size()};
   // A data-parallel rank whose slice could not be read at all still takes part (its
   // gradients count as zeros).
-  if (batch.size() == 0) return micro;
-  model::MaskRCNNTargets targets = engine::batchTargets(batch, options_.with_masks);
-  for (const dataset::ImageMeta& m : batch.meta)
-    targets.sample_keys.push_back(sampleKey(options_.seed, batch.epoch, m.source_index));
-  const c10::Device& device = options_.device;
-  model::moveToDevice(targets, device);
+  if (batch.host.size() == 0) return micro;
+  model::MaskRCNNTargets& targets = batch.targets;
+  for (const dataset::ImageMeta& m : batch.host.meta)
+    targets.sample_keys.push_back(sampleKey(options_.seed, batch.host.epoch, m.source_index));
   {
-    AutocastScope autocast(options_.amp, device.type(), options_.amp_dtype);
-    losses = net_.losses(model::copyToDevice(engine::batchImages(batch), device),
-                         engine::batchSizes(batch), targets);
+    AutocastScope autocast(options_.amp, options_.device.type(), options_.amp_dtype);
+    losses = net_.losses(batch.images, engine::batchSizes(batch.host), targets);
   }
   micro.report = reportOf(losses);
   return micro;
@@ -124,10 +128,10 @@ void Trainer::runStep() {
   const double share = 1.0 / options_.accumulation;
   for (uint32_t micro_index = 0; micro_index < options_.accumulation; ++micro_index) {
     const auto wait_start = Clock::now();
-    std::optional<dataset::Batch> batch = loader_.next();
+    std::optional<DeviceBatch> batch = batches_->next();
     state_.data_wait += std::chrono::duration<double>(Clock::now() - wait_start).count();
     if (!batch) throw TrainError("training_failed", "the training data ended", engine::kExitFailed);
-    each([&](TrainHook& h) { h.afterBatch(state_, *batch); });
+    each([&](TrainHook& h) { h.afterBatch(state_, batch->host); });
 
     model::MaskRCNNLosses losses;
     MicroBatch micro = forward(*batch, losses);
@@ -144,8 +148,8 @@ void Trainer::runStep() {
     if (losses.total.defined()) scaler_.scaleLoss(losses.total * share).backward();
     accumulate(sum, micro.report, share);
     images += micro.images;
-    state_.epoch = batch->epoch;
-    state_.position = batch->position;
+    state_.epoch = batch->host.epoch;
+    state_.position = batch->host.position;
   }
   state_.losses = sum;
   state_.images = images;

@@ -21,6 +21,8 @@ namespace mrcnn::train {
 
 class Solver;
 class LossScaler;
+class DeviceBatches;
+struct DeviceBatch;
 
 // The mean loss components of a step (over the global batch in data-parallel runs).
 struct StepLosses {
@@ -90,6 +92,7 @@ class Trainer {
  public:
   Trainer(model::MaskRCNNImpl& net, Solver& solver, LossScaler& scaler, dataset::Loader& loader,
           TrainerOptions options, TrainState state);
+  ~Trainer();
 
   void add(std::unique_ptr<TrainHook> hook) { hooks_.push_back(std::move(hook)); }
   // Runs to total_steps or until a hook stops it; throws TrainError (and whatever a hook
@@ -99,7 +102,7 @@ class Trainer {
 
  private:
   void runStep();
-  MicroBatch forward(const dataset::Batch& batch, model::MaskRCNNLosses& losses);
+  MicroBatch forward(DeviceBatch& batch, model::MaskRCNNLosses& losses);
   template <typename F>
   void each(F f) {
     for (auto& h : hooks_)
@@ -110,6 +113,7 @@ class Trainer {
   Solver& solver_;
   LossScaler& scaler_;
   dataset::Loader& loader_;
+  std::unique_ptr<DeviceBatches> batches_;  // from the loader, one ahead on a GPU (run())
   TrainerOptions options_;
   TrainState state_;
   std::vector<std::unique_ptr<TrainHook>> hooks_;

@@ -35,7 +35,7 @@ const std::vector<Section>& sections() {
        {"checkpoint", "skip_checkpoint_variables", "pruned_model_path"}},
       {"",
        QT_TRANSLATE_NOOP("SpecForm", "Device and precision"),
-       {"device", "use_amp", "amp_dtype", "memory_format", "seed"}},
+       {"device", "use_amp", "amp_dtype", "memory_format", "use_cuda_graphs", "seed"}},
       {"",
        QT_TRANSLATE_NOOP("SpecForm", "Output and logging"),
        {"output_dir", "run_name", "logging_frequency", "report_frequency"}},

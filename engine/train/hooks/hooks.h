@@ -1,6 +1,6 @@
 // The training loop's hooks (engine/train/trainer.h), one file each. The train task
 // (engine/tasks/train_task.cpp) assembles them in this order:
-//   schedule -> data parallel -> events -> evaluation -> early stop -> checkpoints -> stop
+//   dense graphs -> schedule -> data parallel -> events -> evaluation -> early stop -> checkpoints -> stop
 //   -> overlays
 #pragma once
 
@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "engine/train/dense_graphs.h"
 #include "engine/train/trainer.h"
 
 namespace mrcnn::dist {
@@ -32,6 +33,11 @@ class CheckpointStore;
 class EventWriter;
 class LrSchedule;
 class RunDir;
+
+// CUDA graphs for the dense stages (dense_graphs.h): installed before the first step, the
+// status logged; at the end their counts in the run's summary and their memory given back.
+std::unique_ptr<TrainHook> makeDenseGraphsHook(model::MaskRCNNImpl& net,
+                                               DenseGraphsRequest request, EventWriter& events);
 
 // The learning rate of each step (lr_schedule.h).
 std::unique_ptr<TrainHook> makeScheduleHook(const LrSchedule& schedule);
