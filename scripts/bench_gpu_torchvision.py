@@ -188,18 +188,24 @@ def bench_rows(path):
     return line, {r["row"]: r for r in rows}
 
 
+ROW_KEY = re.compile(r"(train|infer)-b(\d+)(-fp32|-bf16)?(-nchw|-graphs)?")
+
+
 def row_order(key):
-    """train before inference, fp16 before fp32, then by batch (the document's order)."""
-    m = re.fullmatch(r"(train|infer)-b(\d+)(-fp32)?(-nchw)?", key)
-    return (m[1] != "train", bool(m[3]), int(m[2]), bool(m[4])) if m else (2, False, 0, False)
+    """train before inference, fp16 before bf16 before fp32, then by batch, eager before its
+    variants (the document's order)."""
+    m = ROW_KEY.fullmatch(key)
+    precision = {None: 0, "-bf16": 1, "-fp32": 2}
+    return (m[1] != "train", precision[m[3]], int(m[2]), m[4] or "") if m else (2, 0, 0, "")
 
 
 def row_label(key):
-    m = re.fullmatch(r"(train|infer)-b(\d+)(-fp32)?(-nchw)?", key)
+    m = ROW_KEY.fullmatch(key)
     if not m:
         return key
-    return (f"{'train' if m[1] == 'train' else 'inference'}, batch {m[2]}, {'fp32' if m[3] else 'fp16'}"
-            + (", NCHW" if m[4] else ""))
+    precision = {None: "fp16", "-bf16": "bf16", "-fp32": "fp32"}[m[3]]
+    variant = {None: "", "-nchw": ", NCHW", "-graphs": ", CUDA graphs"}[m[4]]
+    return f"{'train' if m[1] == 'train' else 'inference'}, batch {m[2]}, {precision}{variant}"
 
 
 def speed_cells(row):

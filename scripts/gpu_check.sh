@@ -5,7 +5,7 @@
 # ResNet-50 FPN training and inference with synthetic data beside torchvision in the same run.
 #
 #   scripts/gpu_check.sh [--out DIR] [--bundle DIR|FILE.tar.xz] [--build-dir DIR]
-#                        [--python PY] [--train-steps N] [--bench-steps N] [--batches 1,4,8]
+#                        [--python PY] [--train-steps N] [--bench-steps N] [--batches 1,4,8,16]
 #                        [--only ops,train,bench]
 #
 #   --out DIR       where the summary and logs go (default $OUT, else ./gpu-check-out):
@@ -42,7 +42,7 @@ build_dir="$root/build-gpu"
 py="${MRCNN_PYTHON:-}"
 train_steps=40
 bench_steps=30
-batches="1,4,8"
+batches="1,4,8,16"
 only="ops,train,bench"
 
 usage() { sed -n '2,/^set -u/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; }
@@ -335,6 +335,8 @@ for b in "${batch_list[@]}"; do
   bench_row "train-b$b-graphs" -- --mode train --set "train_batch_size=$b" --set use_cuda_graphs=true \
     || fail_step bench $(( $(date +%s) - t0 )) "ours, training at batch $b with CUDA graphs, failed" "$bench_log"
 done
+bench_row "train-b8-bf16" -- --mode train --set train_batch_size=8 --set amp_dtype=bf16 \
+  || fail_step bench $(( $(date +%s) - t0 )) "ours, bf16 training, failed" "$bench_log"
 bench_row "train-b4-fp32" -- --mode train --set train_batch_size=4 --set use_amp=false \
   || fail_step bench $(( $(date +%s) - t0 )) "ours, fp32 training, failed" "$bench_log"
 # The same at NCHW (memory_format: auto is channels-last on a GPU): what the layout is worth.
@@ -347,8 +349,8 @@ bench_row "infer-b1-fp32" -- --mode inference --set eval_batch_size=1 --set use_
 bench_row "infer-b1-nchw" -- --mode inference --set eval_batch_size=1 --set memory_format=nchw \
   || fail_step bench $(( $(date +%s) - t0 )) "ours, NCHW inference, failed" "$bench_log"
 echo "=== torchvision" >> "$bench_log"
-for amp in fp16 none; do
-  tv_batches="$batches"; [ "$amp" = none ] && tv_batches=4
+for amp in fp16 none bf16; do
+  tv_batches="$batches"; [ "$amp" = none ] && tv_batches=4; [ "$amp" = bf16 ] && tv_batches=8
   timeout 300 "$py" "$root/scripts/bench_gpu_torchvision.py" --batches "$tv_batches" --steps "$bench_steps" \
     --height 800 --width 1333 --amp "$amp" --score-thresh 0 --json "$work/tv-$amp.json" >> "$bench_log" 2>&1 \
     || fail_step bench $(( $(date +%s) - t0 )) "torchvision's reference ($amp) failed" "$bench_log"
@@ -366,11 +368,13 @@ for f in sorted(glob.glob(os.path.join(work, "bench-*.jsonl"))):
             ours[label] = {"images_per_second": float(m[2]), "p50_ms": float(m[3]), "peak_mib": float(m[5]),
                            **({"allreduce_ms_per_step": float(m[6])} if m[6] else {})}
 tv = {}
-for amp in ("fp16", "none"):
+for amp, suffix in (("fp16", ""), ("none", "-fp32"), ("bf16", "-bf16")):
     f = os.path.join(work, f"tv-{amp}.json")
     if os.path.exists(f):
         for r in json.load(open(f))["rows"]:
-            key = f"{'train-b' if r['mode'] == 'train' else 'infer-b'}{r['batch']}" + ("" if amp == "fp16" else "-fp32")
+            if amp == "bf16" and r["mode"] != "train":
+                continue
+            key = f"{'train-b' if r['mode'] == 'train' else 'infer-b'}{r['batch']}" + suffix
             tv[key] = r
 for suffix in ("-nchw", "-graphs"):  # against the same torchvision row
     for key in [k for k in ours if k.endswith(suffix)]:
@@ -382,7 +386,7 @@ for key in sorted(set(ours) | set(tv)):
     if o and t:
         row["ratio"] = o["images_per_second"] / t["images_per_second"]
     rows.append(row)
-json.dump({"image": [800, 1333], "amp": "fp16 unless the row says fp32", "rows": rows,
+json.dump({"image": [800, 1333], "amp": "fp16 unless the row says fp32 or bf16", "rows": rows,
            "reference": "NVIDIA's published MaskRCNN (PyTorch, AMP) on one A100: 24 images/s"}, open(path, "w"), indent=1)
 print(f"{'row':<16}{'ours img/s':>11}{'torchvision':>12}{'ratio':>7}{'ours MiB':>10}{'tv MiB':>8}")
 for r in rows:
