@@ -344,6 +344,8 @@ bench_row "train-b4-nchw" -- --mode train --set train_batch_size=4 --set memory_
   || fail_step bench $(( $(date +%s) - t0 )) "ours, NCHW training, failed" "$bench_log"
 bench_row "infer-b1" -- --mode inference --set eval_batch_size=1 \
   || fail_step bench $(( $(date +%s) - t0 )) "ours, inference, failed" "$bench_log"
+bench_row "infer-b1-graphs" -- --mode inference --set eval_batch_size=1 --set use_cuda_graphs=true \
+  || fail_step bench $(( $(date +%s) - t0 )) "ours, inference with CUDA graphs, failed" "$bench_log"
 bench_row "infer-b1-fp32" -- --mode inference --set eval_batch_size=1 --set use_amp=false \
   || fail_step bench $(( $(date +%s) - t0 )) "ours, fp32 inference, failed" "$bench_log"
 bench_row "infer-b1-nchw" -- --mode inference --set eval_batch_size=1 --set memory_format=nchw \

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "engine/runtime/autocast_scope.h"
+#include "engine/runtime/dense_graphs.h"
 
 namespace mrcnn::engine {
 namespace {
@@ -20,7 +21,7 @@ namespace {
 class LibTorchBackend final : public InferenceBackend {
  public:
   LibTorchBackend(model::MaskRCNN model, InputOptions input, c10::Device device,
-                  Precision precision, int streams, bool prepare)
+                  Precision precision, int streams, bool prepare, bool cuda_graphs = false)
       : model_(std::move(model)),
         input_(input),
         device_(device),
@@ -33,12 +34,19 @@ class LibTorchBackend final : public InferenceBackend {
     if (!prepare) return;
     model_->to(device_);
     model_->prepareForInference();
+    if (!cuda_graphs) return;
+    runtime::DenseGraphsRequest request;
+    request.wanted = true;
+    request.device = device_;
+    request.inference = true;
+    graphs_ = runtime::useDenseGraphs(*model_, std::move(request), {});
   }
 
   std::string description() const override {
     std::string d = "LibTorch " + precision_.name + " on " + device_.str() + ", " +
                     model::describeLayout(model_->options().layout);
     if (streams_ > 1) d += ", throughput mode: " + std::to_string(streams_) + " streams";
+    if (!graphs_.status.empty()) d += "; " + graphs_.status;
     return d;
   }
   std::string precision() const override { return precision_.name; }
@@ -139,15 +147,16 @@ class LibTorchBackend final : public InferenceBackend {
   c10::Device device_;
   Precision precision_;
   int streams_;
+  runtime::DenseGraphs graphs_;  // use_cuda_graphs
 };
 
 }  // namespace
 
 std::unique_ptr<InferenceBackend> makeLibTorchBackend(model::MaskRCNN model, InputOptions input,
                                                       c10::Device device, Precision precision,
-                                                      int streams) {
+                                                      int streams, bool cuda_graphs) {
   return std::make_unique<LibTorchBackend>(std::move(model), input, device, std::move(precision),
-                                           streams, /*prepare=*/true);
+                                           streams, /*prepare=*/true, cuda_graphs);
 }
 
 std::unique_ptr<InferenceBackend> makeLibTorchBackendOverTraining(model::MaskRCNN model,

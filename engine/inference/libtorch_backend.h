@@ -15,10 +15,12 @@
 namespace mrcnn::engine {
 
 // `model` has its weights; it is moved to `device` and prepared for inference (its frozen
-// batch norms folded). streams > 1 only on the CPU.
+// batch norms folded). streams > 1 only on the CPU. cuda_graphs: the backbone, FPN and RPN head
+// recorded as CUDA graphs per batch shape and replayed (runtime/dense_graphs.h); whether they
+// are on, or why not, is in description().
 std::unique_ptr<InferenceBackend> makeLibTorchBackend(model::MaskRCNN model, InputOptions input,
                                                       c10::Device device, Precision precision,
-                                                      int streams = 1);
+                                                      int streams = 1, bool cuda_graphs = false);
 
 // The same over a model that goes on training (the validator's, engine/validation/
 // validator.h): used as it is, on its device, nothing folded; the caller puts it in

@@ -11,6 +11,21 @@
 
 namespace mrcnn::model {
 
+namespace {
+
+// denseStages' one list as its three: the FPN's levels, the head's logits, its deltas.
+std::vector<std::vector<at::Tensor>> splitDense(const std::vector<at::Tensor>& dense) {
+  TORCH_CHECK(dense.size() % 3 == 0 && !dense.empty(), "MaskRCNN: the dense stages gave ",
+              dense.size(), " tensors, not three lists of levels");
+  const auto n = static_cast<std::ptrdiff_t>(dense.size() / 3);
+  std::vector<std::vector<at::Tensor>> lists;
+  for (std::ptrdiff_t i = 0; i < 3; ++i)
+    lists.emplace_back(dense.begin() + i * n, dense.begin() + (i + 1) * n);
+  return lists;
+}
+
+}  // namespace
+
 MaskRCNNOptions MaskRCNNOptions::torchvisionResNet50FPN(int64_t num_classes) {
   MaskRCNNOptions o;
   o.backbone.resnet.depth = 50;
@@ -130,15 +145,10 @@ MaskRCNNLosses MaskRCNNImpl::losses(const at::Tensor& images, const ImageSizes& 
               "MaskRCNN::losses: ground truth for ", targets.boxes.size(), " images, batch of ", n);
 
   const at::Tensor x = inLayout(images);
-  const std::vector<at::Tensor> dense = dense_runner_ ? dense_runner_(x) : denseStages(x);
-  TORCH_CHECK(dense.size() % 3 == 0 && !dense.empty(), "MaskRCNN::losses: the dense stages gave ",
-              dense.size(), " tensors, not three lists of levels");
-  const auto level = [&](size_t list) {
-    const auto begin = dense.begin() + static_cast<std::ptrdiff_t>(list * dense.size() / 3);
-    return std::vector<at::Tensor>(begin, begin + static_cast<std::ptrdiff_t>(dense.size() / 3));
-  };
-  std::vector<at::Tensor> features = level(0);
-  const RPNHeadMaps head_maps{level(1), level(2)};
+  const std::vector<std::vector<at::Tensor>> lists =
+      splitDense(dense_runner_ ? dense_runner_(x) : denseStages(x));
+  std::vector<at::Tensor> features = lists[0];
+  const RPNHeadMaps head_maps{lists[1], lists[2]};
   const RPNTargets rpn_targets = rpnTargets(targets);
   RPNOutput proposals = rpn_->forward(features, sizes, &rpn_targets, &head_maps);
   const RoIHeadsTargets roi_targets = roiTargets(targets);
@@ -166,8 +176,18 @@ std::vector<Detections> MaskRCNNImpl::detect(const at::Tensor& images, const Ima
   TORCH_CHECK(!is_training(), "MaskRCNN::detect: the model is in training mode (call eval())");
   const at::Tensor x = inLayout(images);  // weights moved outside inference mode
   c10::InferenceMode inference_mode;      // no autograd bookkeeping at all
-  std::vector<at::Tensor> features = backbone_->forward(x);
-  RPNOutput proposals = rpn_->forward(features, sizes);
+  std::vector<at::Tensor> features;
+  RPNOutput proposals;
+  if (dense_runner_) {
+    const std::vector<at::Tensor> dense = dense_runner_(x);
+    const std::vector<std::vector<at::Tensor>> lists = splitDense(dense);
+    features = lists[0];
+    const RPNHeadMaps head_maps{lists[1], lists[2]};
+    proposals = rpn_->forward(features, sizes, nullptr, &head_maps);
+  } else {
+    features = backbone_->forward(x);
+    proposals = rpn_->forward(features, sizes);
+  }
   RoIHeadsOutput heads = roi_heads_->forward(features, proposals.boxes, sizes);
   if (trace) {
     trace->features = std::move(features);
@@ -213,6 +233,7 @@ LoadReport MaskRCNNImpl::loadTorchvisionState(const StateDict& state, LoadOption
   const auto legacy = legacyParameterNames();
   options.legacy_names.insert(options.legacy_names.end(), legacy.begin(), legacy.end());
   backbone_->body()->unfoldBatchNorm();
+  dense_runner_ = {};
   return loadStateDict(*this, state, options);
 }
 
@@ -221,6 +242,7 @@ StateDict MaskRCNNImpl::torchvisionState() const {
 }
 
 void MaskRCNNImpl::prepareForInference() {
+  dense_runner_ = {};
   eval();
   setConvWeightLayout(*this, channelsLastFor(options_.layout) ? at::MemoryFormat::ChannelsLast
                                                               : at::MemoryFormat::Contiguous);

@@ -132,8 +132,9 @@ class MaskRCNNImpl : public torch::nn::Module {
   // for every batch of one shape. One list: the FPN's levels, then the head's logits, then its
   // deltas (as many of each). `images` in options().layout.
   std::vector<at::Tensor> denseStages(const at::Tensor& images);
-  // What runs denseStages in losses(): a runner set here (train/dense_graphs.h records them),
-  // or, when none is set (an empty one), denseStages itself.
+  // What runs denseStages in losses() and detect(): a runner set here (runtime/dense_graphs.h
+  // records them), or, when none is set (an empty one), denseStages itself. Loading weights and
+  // prepareForInference() drop the runner: a recording reads the weights it was made with.
   using DenseRunner = std::function<std::vector<at::Tensor>(const at::Tensor&)>;
   void setDenseRunner(DenseRunner runner) { dense_runner_ = std::move(runner); }
 

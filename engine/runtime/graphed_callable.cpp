@@ -119,6 +119,7 @@ GraphedCallable::GraphedCallable(Body body, std::vector<at::Tensor> trainable,
       recorder_(std::move(recorder)),
       log_(std::move(log)),
       options_(options) {
+  if (!log_) log_ = [](const std::string&) {};
   for (const at::Tensor& t : trainable_)
     TORCH_CHECK(t.requires_grad(), "GraphedCallable: a trainable tensor requires no gradient");
 }
@@ -132,7 +133,7 @@ bool GraphedCallable::weightsMoved() const {
 }
 
 GraphedCallable::Recorded& GraphedCallable::recordFor(const std::vector<at::Tensor>& inputs,
-                                                      const std::string& key) {
+                                                      const std::string& key, bool backward) {
   if (shapes_.empty()) {
     watched_at_.clear();
     for (const at::Tensor& t : watched_)
@@ -144,32 +145,33 @@ GraphedCallable::Recorded& GraphedCallable::recordFor(const std::vector<at::Tens
     r.inputs.push_back(t.clone());  // the same strides
   recorder_->isolated([&] {
     const AutocastCacheOff cache_off;
-    const at::AutoGradMode grad_on(true);
     // Warm-up: libraries make their handles and workspaces, which a recording cannot.
     for (int i = 0; i < options_.warmup_runs; ++i) {
       const std::vector<at::Tensor> outs = body_(r.inputs);
-      std::vector<at::Tensor> with_grad, ones;
+      std::vector<at::Tensor> with_grad, zeros;
       for (const at::Tensor& o : outs) {
-        if (!o.requires_grad()) continue;
+        if (!backward || !o.requires_grad()) continue;
         with_grad.push_back(o);
-        ones.push_back(at::zeros_like(o));
+        zeros.push_back(at::zeros_like(o));
       }
       if (!with_grad.empty())
-        (void)torch::autograd::grad(with_grad, trainable_, ones, false, false, true);
+        (void)torch::autograd::grad(with_grad, trainable_, zeros, false, false, true);
     }
     r.forward = recorder_->record(
-        [this, &r] {
-          const at::AutoGradMode on(true);  // the eager replay runs inside autograd's forward
+        [this, &r, backward] {
+          // The eager replay of a training forward runs inside autograd's forward (no grad).
+          const at::AutoGradMode grad(backward || at::GradMode::is_enabled());
           const AutocastCacheOff off;
           r.outputs = body_(r.inputs);
         },
         /*first=*/true);
     for (size_t i = 0; i < r.outputs.size(); ++i) {
       TORCH_CHECK(r.outputs[i].is_floating_point(), "GraphedCallable: output ", i, " is not float");
-      if (!r.outputs[i].requires_grad()) continue;
+      if (!backward || !r.outputs[i].requires_grad()) continue;
       r.differentiable.push_back(i);
       r.grad_outputs.push_back(at::zeros_like(r.outputs[i]));
     }
+    if (!backward) return;
     r.backward = recorder_->record(
         [this, &r] {
           r.grads = torch::autograd::grad(r.gradOutputsOf(r.outputs), trainable_, r.grad_outputs,
@@ -178,15 +180,16 @@ GraphedCallable::Recorded& GraphedCallable::recordFor(const std::vector<at::Tens
         },
         /*first=*/false);
   });
-  log_(recorder_->name() + ": recorded the dense stages for inputs " + describe(inputs.front()) +
-       " (" + std::to_string(r.outputs.size()) + " outputs, " +
-       std::to_string(trainable_.size()) + " trainable tensors)");
+  log_(recorder_->name() + ": recorded the dense stages' " +
+       (backward ? "forward and backward" : "forward") + " for inputs " +
+       describe(inputs.front()) + " (" + std::to_string(r.outputs.size()) + " outputs)");
   return *shapes_.emplace(key, std::move(owned)).first->second;
 }
 
 std::vector<at::Tensor> GraphedCallable::operator()(const std::vector<at::Tensor>& inputs) {
   TORCH_CHECK(!inputs.empty(), "GraphedCallable: no inputs");
-  if (!at::GradMode::is_enabled()) {
+  const bool backward = at::GradMode::is_enabled();
+  if (!backward && !options_.record_without_grad) {
     ++eager_calls_;
     return body_(inputs);
   }
@@ -197,7 +200,7 @@ std::vector<at::Tensor> GraphedCallable::operator()(const std::vector<at::Tensor
          ": the weights no longer sit where they were recorded (loaded, or moved to another "
          "layout): recording again");
   }
-  const std::string key = shapeKey(inputs);
+  const std::string key = (backward ? "" : "forward only;") + shapeKey(inputs);
   auto it = shapes_.find(key);
   if (it == shapes_.end() && shapes_.size() >= options_.max_shapes) {
     if (eager_reason_.empty()) {
@@ -209,10 +212,14 @@ std::vector<at::Tensor> GraphedCallable::operator()(const std::vector<at::Tensor
     ++eager_calls_;
     return body_(inputs);
   }
-  Recorded& r = it != shapes_.end() ? *it->second : recordFor(inputs, key);
+  Recorded& r = it != shapes_.end() ? *it->second : recordFor(inputs, key, backward);
   for (size_t i = 0; i < inputs.size(); ++i)
     r.inputs[i].copy_(inputs[i]);
   ++replays_;
+  if (!backward) {
+    r.forward->replay();
+    return r.outputs;
+  }
   return ReplayFunction::apply(&r, at::TensorList(trainable_));
 }
 

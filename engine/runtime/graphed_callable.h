@@ -58,6 +58,9 @@ std::unique_ptr<GraphRecorder> makeCudaGraphRecorder(const c10::Device& device);
 struct GraphedCallableOptions {
   int warmup_runs = 3;     // eager forward and backward runs before the first recording
   size_t max_shapes = 4;   // input shapes recorded; a further shape runs eagerly
+  // Without gradient mode (inference): record the forward alone and replay it (false: run the
+  // body eagerly then, as training's evaluation does).
+  bool record_without_grad = false;
 };
 
 class GraphedCallable {
@@ -69,8 +72,8 @@ class GraphedCallable {
   // gradients that it reads (their gradients accumulate into .grad as an eager backward's
   // would). watched: every tensor it reads besides its inputs (parameters and buffers): when
   // one of them no longer sits where it sat at recording (weights replaced, moved to another
-  // layout), the recordings are dropped and made again. log: one line at each recording and
-  // at each fallback to eager runs.
+  // layout), the recordings are dropped and made again. log (may be empty): one line at each
+  // recording and at each fallback to eager runs.
   GraphedCallable(Body body, std::vector<at::Tensor> trainable, std::vector<at::Tensor> watched,
                   std::unique_ptr<GraphRecorder> recorder, Log log,
                   GraphedCallableOptions options = {});
@@ -81,7 +84,8 @@ class GraphedCallable {
   // The body's outputs for `inputs` (which need no gradient). Under gradient mode they carry
   // a backward to the trainable tensors. They live in the recording's buffers: the next call
   // with inputs of the same shape overwrites them, so take what is needed (and run backward)
-  // first. Without gradient mode, or past the shape cap, the body runs eagerly.
+  // first. Without gradient mode the forward alone is recorded (record_without_grad; else the
+  // body runs eagerly), in recordings of its own; past the shape cap the body runs eagerly.
   std::vector<at::Tensor> operator()(const std::vector<at::Tensor>& inputs);
 
   size_t recordedShapes() const { return shapes_.size(); }
@@ -93,7 +97,8 @@ class GraphedCallable {
   struct Recorded;  // one input shape's buffers and recordings (graphed_callable.cpp)
 
  private:
-  Recorded& recordFor(const std::vector<at::Tensor>& inputs, const std::string& key);
+  Recorded& recordFor(const std::vector<at::Tensor>& inputs, const std::string& key,
+                      bool backward);
   bool weightsMoved() const;
 
   Body body_;

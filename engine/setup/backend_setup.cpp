@@ -34,7 +34,8 @@ int makeBackend(const BackendRequest& inference, const spec::LoadedSpec& loaded,
                          kExitUsage);
     }
     backend = makeLibTorchBackend(std::move(net), inputOptionsFromSpec(s, loaded.resolved),
-                                  torch_device, *precision, inference.streams);
+                                  torch_device, *precision, inference.streams,
+                                  s.use_cuda_graphs());
     if (inference.tile.size > 0) backend = makeTiledBackend(std::move(backend), inference.tile);
     return kExitOk;
   }

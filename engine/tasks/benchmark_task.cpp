@@ -36,8 +36,8 @@
 #include "engine/setup/weights_file.h"
 #include "engine/tasks/tasks.h"
 #include "engine/runtime/autocast_scope.h"
+#include "engine/runtime/dense_graphs.h"
 #include "engine/events/event_writer.h"
-#include "engine/train/dense_graphs.h"
 #include "engine/train/loss_scaler.h"
 #include "engine/train/solver.h"
 
@@ -174,7 +174,7 @@ int benchmark(const TaskOptions& options, const BenchmarkOptions& bench,
     FakeBatch data = fakeBatch(batch, height, width, s.data_config().num_classes(), device, masks);
     std::unique_ptr<train::Solver> solver;
     std::unique_ptr<dist::DataParallel> parallel;
-    train::DenseGraphs graphs;
+    runtime::DenseGraphs graphs;
     if (training) {
       net->train();
       solver = std::make_unique<train::Solver>(train::Solver::trainableParameters(*net),
@@ -184,17 +184,20 @@ int benchmark(const TaskOptions& options, const BenchmarkOptions& bench,
             *group, train::Solver::trainableParameters(*net), s.dist_bucket_mib());
         parallel->broadcastWeights();
       }
-      train::DenseGraphsRequest request;
+    } else {
+      net->prepareForInference();
+    }
+    {
+      runtime::DenseGraphsRequest request;
       request.wanted = s.use_cuda_graphs();
       request.device = device;
+      request.inference = !training;
       request.synchronised_batch_norm =
           static_cast<bool>(model_options.backbone.resnet.batch_norm_reducer);
-      graphs = train::useDenseGraphs(*net, std::move(request), [&events](const std::string& l) {
+      graphs = runtime::useDenseGraphs(*net, std::move(request), [&events](const std::string& l) {
         events.write(train::logEvent(l));
       });
       events.write(train::logEvent(graphs.status));
-    } else {
-      net->prepareForInference();
     }
     if (!precision->fallback.empty())
       events.write(train::warningEvent("precision_fallback", precision->fallback));

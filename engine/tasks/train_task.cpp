@@ -494,7 +494,7 @@ int train(TrainRun& run) {
   trainer_options.amp_dtype = precision.autocast ? precision.dtype : at::kBFloat16;
   trainer_options.seed = s.seed();
   train::Trainer trainer(*net, solver, scaler, *loader, trainer_options, state);
-  train::DenseGraphsRequest graphs;
+  runtime::DenseGraphsRequest graphs;
   graphs.wanted = s.use_cuda_graphs();
   graphs.device = run.device.device;
   graphs.synchronised_batch_norm = static_cast<bool>(net->options().backbone.resnet.batch_norm_reducer);

@@ -1,5 +1,5 @@
-// CUDA graphs for the dense stages of a training step (engine/runtime/graphed_callable.h,
-// engine/train/dense_graphs.h). On the CPU, with the eager recorder (which runs the recorded
+// CUDA graphs for the dense stages (engine/runtime/graphed_callable.h,
+// engine/runtime/dense_graphs.h). On the CPU, with the eager recorder (which runs the recorded
 // body at each replay, so only the buffers and the autograd plumbing are under test): the
 // replayed outputs and the gradients the parameters accumulate equal eager calls' bit for bit
 // over SGD steps and accumulated micro-batches; a new shape is recorded, shapes past the cap
@@ -16,7 +16,7 @@
 
 #include "engine/runtime/autocast_scope.h"
 #include "engine/runtime/graphed_callable.h"
-#include "engine/train/dense_graphs.h"
+#include "engine/runtime/dense_graphs.h"
 #include "tests/engine/small_mask_rcnn.h"
 #include "tests/engine/tensor_compare.h"
 
@@ -136,7 +136,7 @@ class TestCudaGraphs : public QObject {
     QCOMPARE(callable->replays(), uint64_t{6});
     QCOMPARE(callable->eagerCalls(), uint64_t{0});
     QCOMPARE(lines.size(), size_t{1});
-    QVERIFY2(lines[0].find("recorded the dense stages for inputs [2, 3, 12, 10]") !=
+    QVERIFY2(lines[0].find("recorded the dense stages' forward and backward for inputs [2, 3, 12, 10]") !=
                  std::string::npos,
              lines[0].c_str());
     // The frozen convolution got no gradient.
@@ -199,12 +199,12 @@ class TestCudaGraphs : public QObject {
       model::MaskRCNN graphed = makeModel(layout, 21), eager = makeModel(layout, 21);
       graphed->train();
       eager->train();
-      train::DenseGraphsRequest request;
+      runtime::DenseGraphsRequest request;
       request.wanted = true;
       request.recorder = std::make_unique<runtime::EagerRecorder>();
       request.options.warmup_runs = 1;
       std::vector<std::string> lines;
-      const train::DenseGraphs graphs = train::useDenseGraphs(
+      const runtime::DenseGraphs graphs = runtime::useDenseGraphs(
           *graphed, std::move(request), [&](const std::string& l) { lines.push_back(l); });
       QVERIFY2(graphs.graphs != nullptr, graphs.status.c_str());
       QVERIFY2(graphs.status.starts_with("eager replay: on for the backbone, FPN and RPN head"),
@@ -232,15 +232,64 @@ class TestCudaGraphs : public QObject {
     }
   }
 
+  // Inference: detect() through the runner (forward-only recordings) gives the detections the
+  // model gives alone; folding again (prepareForInference) drops the runner, and unfolded
+  // weights (train(true)) make it run the stages eagerly.
+  void inferenceThroughTheRunnerEqualsItsOwn() {
+    model::MaskRCNN graphed = makeModel(model::ActivationLayout::Nhwc, 31),
+                    eager = makeModel(model::ActivationLayout::Nhwc, 31);
+    graphed->prepareForInference();
+    eager->prepareForInference();
+    runtime::DenseGraphsRequest request;
+    request.wanted = true;
+    request.inference = true;
+    request.recorder = std::make_unique<runtime::EagerRecorder>();
+    request.options.warmup_runs = 1;
+    std::vector<std::string> lines;
+    const runtime::DenseGraphs graphs = runtime::useDenseGraphs(
+        *graphed, std::move(request), [&](const std::string& l) { lines.push_back(l); });
+    QVERIFY2(graphs.status.find("on for the backbone, FPN and RPN head of inference") !=
+                 std::string::npos,
+             graphs.status.c_str());
+    at::manual_seed(5);
+    const at::Tensor images = torch::randn({2, 3, kHeight, kWidth});
+    const auto same = [&](const std::vector<model::Detections>& a,
+                          const std::vector<model::Detections>& b) {
+      if (a.size() != b.size()) return false;
+      for (size_t i = 0; i < a.size(); ++i)
+        if (!torch::equal(a[i].boxes, b[i].boxes) || !torch::equal(a[i].scores, b[i].scores) ||
+            !torch::equal(a[i].labels, b[i].labels) || !torch::equal(a[i].masks, b[i].masks))
+          return false;
+      return true;
+    };
+    for (int call = 0; call < 2; ++call)
+      QVERIFY(same(graphed->detect(images, sizesOf(2)), eager->detect(images, sizesOf(2))));
+    QCOMPARE(graphs.graphs->replays(), uint64_t{2});
+    QCOMPARE(lines.size(), size_t{1});
+    QVERIFY2(lines[0].find("recorded the dense stages' forward for inputs [2, 3, 128, 160]") !=
+                 std::string::npos,
+             lines[0].c_str());
+    graphed->train(true);  // unfolds the batch norms
+    graphed->eval();
+    eager->train(true);
+    eager->eval();
+    QVERIFY(same(graphed->detect(images, sizesOf(2)), eager->detect(images, sizesOf(2))));
+    QCOMPARE(graphs.graphs->replays(), uint64_t{2});  // the stages ran eagerly
+    graphed->prepareForInference();
+    eager->prepareForInference();
+    QVERIFY(same(graphed->detect(images, sizesOf(2)), eager->detect(images, sizesOf(2))));
+    QCOMPARE(graphs.graphs->replays(), uint64_t{2});  // the runner is gone
+  }
+
   // Each reason the graphs are off, in the status line; the runner is then the model's own.
   void offReasonsAreGiven() {
     model::MaskRCNN net = makeModel(model::ActivationLayout::Nchw, 1);
     const auto statusOf = [&](bool wanted, const c10::Device& device, bool synced) {
-      train::DenseGraphsRequest r;
+      runtime::DenseGraphsRequest r;
       r.wanted = wanted;
       r.device = device;
       r.synchronised_batch_norm = synced;
-      const train::DenseGraphs g = train::useDenseGraphs(*net, std::move(r), {});
+      const runtime::DenseGraphs g = runtime::useDenseGraphs(*net, std::move(r), {});
       if (g.graphs) return std::string("on");
       return g.status;
     };
@@ -269,10 +318,10 @@ class TestCudaGraphs : public QObject {
         (*m)->to(cuda);
         (*m)->train();
       }
-      train::DenseGraphsRequest request;
+      runtime::DenseGraphsRequest request;
       request.wanted = true;
       request.device = cuda;
-      const train::DenseGraphs graphs = train::useDenseGraphs(*graphed, std::move(request), {});
+      const runtime::DenseGraphs graphs = runtime::useDenseGraphs(*graphed, std::move(request), {});
       QVERIFY2(graphs.graphs != nullptr, graphs.status.c_str());
       model::MaskRCNNTargets targets = targetsOf(2);
       model::moveToDevice(targets, cuda);
@@ -311,6 +360,38 @@ class TestCudaGraphs : public QObject {
       QCOMPARE(graphs.graphs->recordedShapes(), size_t{1});
       graphed->setDenseRunner({});
     }
+  }
+
+  // Where a GPU is: inference with real CUDA graphs against eager detect(), fp16 autocast.
+  void cudaGraphsInferenceMatchesEagerOnGpu() {
+    if (!torch::cuda::is_available()) QSKIP("no GPU visible: this check runs where a GPU is");
+    const c10::Device cuda(c10::kCUDA, 0);
+    model::MaskRCNN graphed = makeModel(model::ActivationLayout::Nhwc, 13),
+                    eager = makeModel(model::ActivationLayout::Nhwc, 13);
+    for (auto* m : {&graphed, &eager}) {
+      (*m)->to(cuda);
+      (*m)->prepareForInference();
+    }
+    runtime::DenseGraphsRequest request;
+    request.wanted = true;
+    request.device = cuda;
+    request.inference = true;
+    const runtime::DenseGraphs graphs = runtime::useDenseGraphs(*graphed, std::move(request), {});
+    QVERIFY2(graphs.graphs != nullptr, graphs.status.c_str());
+    at::manual_seed(6);
+    for (int call = 0; call < 3; ++call) {
+      const at::Tensor images = torch::randn({1, 3, kHeight, kWidth}).to(cuda);
+      const train::AutocastScope autocast(true, c10::kCUDA, at::kHalf);
+      const std::vector<model::Detections> a = graphed->detect(images, sizesOf(1));
+      const std::vector<model::Detections> b = eager->detect(images, sizesOf(1));
+      QCOMPARE(a.size(), b.size());
+      QCOMPARE(a[0].boxes.size(0), b[0].boxes.size(0));
+      if (b[0].boxes.size(0) > 0) {
+        QVERIFY(relError(a[0].boxes.cpu(), b[0].boxes.cpu()) < 1e-2);
+        QVERIFY(relError(a[0].scores.cpu(), b[0].scores.cpu()) < 1e-2);
+      }
+    }
+    QCOMPARE(graphs.graphs->replays(), uint64_t{3});
   }
 };
 

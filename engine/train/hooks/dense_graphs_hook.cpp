@@ -8,12 +8,13 @@ namespace {
 
 class DenseGraphsHook : public TrainHook {
  public:
-  DenseGraphsHook(model::MaskRCNNImpl& net, DenseGraphsRequest request, EventWriter& events)
+  DenseGraphsHook(model::MaskRCNNImpl& net, runtime::DenseGraphsRequest request,
+                  EventWriter& events)
       : net_(net), request_(std::move(request)), events_(events) {}
 
   void beforeTrain(TrainState&) override {
     EventWriter* events = &events_;
-    graphs_ = useDenseGraphs(net_, std::move(request_),
+    graphs_ = runtime::useDenseGraphs(net_, std::move(request_),
                              [events](const std::string& line) { events->write(logEvent(line)); });
     events_.write(logEvent(graphs_.status));
   }
@@ -27,15 +28,16 @@ class DenseGraphsHook : public TrainHook {
 
  private:
   model::MaskRCNNImpl& net_;
-  DenseGraphsRequest request_;
+  runtime::DenseGraphsRequest request_;
   EventWriter& events_;
-  DenseGraphs graphs_;
+  runtime::DenseGraphs graphs_;
 };
 
 }  // namespace
 
 std::unique_ptr<TrainHook> makeDenseGraphsHook(model::MaskRCNNImpl& net,
-                                               DenseGraphsRequest request, EventWriter& events) {
+                                               runtime::DenseGraphsRequest request,
+                                               EventWriter& events) {
   return std::make_unique<DenseGraphsHook>(net, std::move(request), events);
 }
 

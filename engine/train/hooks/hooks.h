@@ -13,7 +13,7 @@
 #include <optional>
 #include <string>
 
-#include "engine/train/dense_graphs.h"
+#include "engine/runtime/dense_graphs.h"
 #include "engine/train/trainer.h"
 
 namespace mrcnn::dist {
@@ -34,10 +34,11 @@ class EventWriter;
 class LrSchedule;
 class RunDir;
 
-// CUDA graphs for the dense stages (dense_graphs.h): installed before the first step, the
+// CUDA graphs for the dense stages (runtime/dense_graphs.h): installed before the first step, the
 // status logged; at the end their counts in the run's summary and their memory given back.
 std::unique_ptr<TrainHook> makeDenseGraphsHook(model::MaskRCNNImpl& net,
-                                               DenseGraphsRequest request, EventWriter& events);
+                                               runtime::DenseGraphsRequest request,
+                                               EventWriter& events);
 
 // The learning rate of each step (lr_schedule.h).
 std::unique_ptr<TrainHook> makeScheduleHook(const LrSchedule& schedule);

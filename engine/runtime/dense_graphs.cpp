@@ -1,10 +1,10 @@
-#include "engine/train/dense_graphs.h"
+#include "engine/runtime/dense_graphs.h"
 
 #include <exception>
 #include <utility>
 #include <vector>
 
-namespace mrcnn::train {
+namespace mrcnn::runtime {
 namespace {
 
 // The dense stages' modules: what the recordings read besides their input.
@@ -15,7 +15,7 @@ std::vector<torch::nn::Module*> denseModules(model::MaskRCNNImpl& net) {
 }  // namespace
 
 DenseGraphs useDenseGraphs(model::MaskRCNNImpl& net, DenseGraphsRequest request,
-                           runtime::GraphedCallable::Log log) {
+                           GraphedCallable::Log log) {
   DenseGraphs out;
   net.setDenseRunner({});
   const std::string off = "CUDA graphs: off (";
@@ -29,7 +29,7 @@ DenseGraphs useDenseGraphs(model::MaskRCNNImpl& net, DenseGraphsRequest request,
                  "(freeze_bn false in a data-parallel run); a recording cannot hold a collective)";
     return out;
   }
-  std::unique_ptr<runtime::GraphRecorder> recorder = std::move(request.recorder);
+  std::unique_ptr<GraphRecorder> recorder = std::move(request.recorder);
   if (!recorder) {
     if (!request.device.is_cuda()) {
       out.status = off + "the device is " + request.device.str() +
@@ -37,7 +37,7 @@ DenseGraphs useDenseGraphs(model::MaskRCNNImpl& net, DenseGraphsRequest request,
       return out;
     }
     try {
-      recorder = runtime::makeCudaGraphRecorder(request.device);
+      recorder = makeCudaGraphRecorder(request.device);
     } catch (const std::exception& e) {
       out.status = off + e.what() + ")";
       return out;
@@ -53,16 +53,25 @@ DenseGraphs useDenseGraphs(model::MaskRCNNImpl& net, DenseGraphsRequest request,
       watched.push_back(b);
   }
   model::MaskRCNNImpl* model = &net;
-  out.graphs = std::make_shared<runtime::GraphedCallable>(
+  request.options.record_without_grad = request.inference;
+  out.graphs = std::make_shared<GraphedCallable>(
       [model](const std::vector<at::Tensor>& inputs) { return model->denseStages(inputs[0]); },
       std::move(trainable), std::move(watched), std::move(recorder), std::move(log),
       request.options);
-  std::shared_ptr<runtime::GraphedCallable> graphs = out.graphs;
-  net.setDenseRunner([graphs](const at::Tensor& images) { return (*graphs)({images}); });
+  std::shared_ptr<GraphedCallable> graphs = out.graphs;
+  // Folded batch norms are weights kept beside the modules, out of the watched tensors: a
+  // recording made with them folded runs only while they stay folded (prepareForInference()
+  // drops the runner before it folds them again).
+  const bool folded = net.backbone()->body()->folded();
+  net.setDenseRunner([graphs, model, folded](const at::Tensor& images) {
+    if (model->backbone()->body()->folded() != folded) return model->denseStages(images);
+    return (*graphs)({images});
+  });
   out.status = graphs->summary().substr(0, graphs->summary().find(':')) +
-               ": on for the backbone, FPN and RPN head of training steps (recorded at the first "
-               "step of each batch shape)";
+               ": on for the backbone, FPN and RPN head of " +
+               (request.inference ? "inference" : "training steps") +
+               " (recorded at the first batch of each shape)";
   return out;
 }
 
-}  // namespace mrcnn::train
+}  // namespace mrcnn::runtime
