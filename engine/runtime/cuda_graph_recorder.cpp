@@ -3,11 +3,13 @@
 // own, which the caching allocator keeps for them while they live.
 #include "engine/runtime/graphed_callable.h"
 
+#include <exception>
 #include <stdexcept>
 
 #if defined(MRCNN_TORCH_HAS_CUDA)
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
@@ -36,13 +38,20 @@ class CudaGraphRecorder : public GraphRecorder {
     at::cuda::CUDAEvent queued;
     queued.record(current);
     queued.block(side);
+    std::exception_ptr failed;
     {
       const c10::cuda::CUDAStreamGuard on_side(side);
-      work();
+      try {
+        work();
+      } catch (...) {
+        failed = std::current_exception();
+      }
     }
+    // Also after a failure: what the side stream queued comes before what follows.
     at::cuda::CUDAEvent done;
     done.record(side);
     done.block(current);
+    if (failed) std::rethrow_exception(failed);
   }
 
   std::unique_ptr<Recording> record(const std::function<void()>& body, bool first) override {
@@ -67,6 +76,11 @@ class CudaGraphRecorder : public GraphRecorder {
   }
 
   std::string name() const override { return "CUDA graphs"; }
+
+  void release() override {
+    const c10::cuda::CUDAGuard device_guard(device_);
+    c10::cuda::device_synchronize();
+  }
 
  private:
   c10::Device device_;

@@ -124,7 +124,9 @@ GraphedCallable::GraphedCallable(Body body, std::vector<at::Tensor> trainable,
     TORCH_CHECK(t.requires_grad(), "GraphedCallable: a trainable tensor requires no gradient");
 }
 
-GraphedCallable::~GraphedCallable() = default;
+GraphedCallable::~GraphedCallable() {
+  if (!shapes_.empty()) recorder_->release();
+}
 
 bool GraphedCallable::weightsMoved() const {
   for (size_t i = 0; i < watched_.size(); ++i)
@@ -189,11 +191,12 @@ GraphedCallable::Recorded& GraphedCallable::recordFor(const std::vector<at::Tens
 std::vector<at::Tensor> GraphedCallable::operator()(const std::vector<at::Tensor>& inputs) {
   TORCH_CHECK(!inputs.empty(), "GraphedCallable: no inputs");
   const bool backward = at::GradMode::is_enabled();
-  if (!backward && !options_.record_without_grad) {
+  if (failed_ || (!backward && !options_.record_without_grad)) {
     ++eager_calls_;
     return body_(inputs);
   }
   if (!shapes_.empty() && weightsMoved()) {
+    recorder_->release();
     shapes_.clear();
     ++rerecorded_;
     log_(recorder_->name() +
@@ -212,7 +215,20 @@ std::vector<at::Tensor> GraphedCallable::operator()(const std::vector<at::Tensor
     ++eager_calls_;
     return body_(inputs);
   }
-  Recorded& r = it != shapes_.end() ? *it->second : recordFor(inputs, key, backward);
+  Recorded* found = it != shapes_.end() ? it->second.get() : nullptr;
+  if (!found) {
+    try {
+      found = &recordFor(inputs, key, backward);
+    } catch (const std::exception& e) {
+      const std::string what = e.what();
+      failed_ = true;
+      eager_reason_ = "recording failed, every call runs eagerly: " + what.substr(0, what.find('\n'));
+      log_(recorder_->name() + ": " + eager_reason_);
+      ++eager_calls_;
+      return body_(inputs);
+    }
+  }
+  Recorded& r = *found;
   for (size_t i = 0; i < inputs.size(); ++i)
     r.inputs[i].copy_(inputs[i]);
   ++replays_;

@@ -41,6 +41,9 @@ class GraphRecorder {
   virtual std::unique_ptr<Recording> record(const std::function<void()>& body, bool first) = 0;
   // What records: "CUDA graphs" or "eager replay".
   virtual std::string name() const = 0;
+  // Before recordings are dropped: waits until the device is done with them (CUDA: a device
+  // synchronisation), so that their memory is not handed on while a replay still runs.
+  virtual void release() {}
 };
 
 // Runs the body again at each replay; record() runs it once, as a capture runs it on the host.
@@ -85,7 +88,9 @@ class GraphedCallable {
   // a backward to the trainable tensors. They live in the recording's buffers: the next call
   // with inputs of the same shape overwrites them, so take what is needed (and run backward)
   // first. Without gradient mode the forward alone is recorded (record_without_grad; else the
-  // body runs eagerly), in recordings of its own; past the shape cap the body runs eagerly.
+  // body runs eagerly), in recordings of its own; past the shape cap the body runs eagerly. A
+  // recording that fails (the body synchronises with the host, say) is logged with its error,
+  // and from then on every call runs eagerly.
   std::vector<at::Tensor> operator()(const std::vector<at::Tensor>& inputs);
 
   size_t recordedShapes() const { return shapes_.size(); }
@@ -112,6 +117,7 @@ class GraphedCallable {
   uint64_t replays_ = 0;
   uint64_t eager_calls_ = 0;
   uint64_t rerecorded_ = 0;
+  bool failed_ = false;  // a recording failed: every call runs eagerly
   std::string eager_reason_;
 };
 

@@ -3,14 +3,17 @@
 // body at each replay, so only the buffers and the autograd plumbing are under test): the
 // replayed outputs and the gradients the parameters accumulate equal eager calls' bit for bit
 // over SGD steps and accumulated micro-batches; a new shape is recorded, shapes past the cap
-// run eagerly and say so, weights that moved are recorded again; the model's losses and
-// gradients through the dense runner equal its own; and each reason the graphs are off is
-// given. Where a GPU is: the same model with real CUDA graphs against eager steps.
+// run eagerly and say so, a failed recording falls back to eager runs, weights that moved are
+// recorded again; the model's losses and gradients, and its detections, through the dense
+// runner equal its own; and each reason the graphs are off is given. Where a GPU is: the same
+// model with real CUDA graphs against eager training steps and eager inference.
 #include <ATen/ATen.h>
 #include <torch/cuda.h>
 #include <torch/torch.h>  // before Qt: its "slots" macro breaks LibTorch's headers
 
 #include <QtTest>
+#include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -170,6 +173,37 @@ class TestCudaGraphs : public QObject {
       (void)(*callable)({torch::randn({1, 3, 8, 8})});
     }
     QCOMPARE(callable->eagerCalls(), uint64_t{3});
+  }
+
+  // A recording that fails (here the recorder refuses, as a capture refuses a host sync) is
+  // logged with its error, and every call then runs eagerly with the same results.
+  void aFailedRecordingRunsEagerly() {
+    struct Refusing : runtime::EagerRecorder {
+      std::unique_ptr<runtime::Recording> record(const std::function<void()>&, bool) override {
+        throw std::runtime_error("operation not permitted when stream is capturing\nmore");
+      }
+    };
+    const auto graphed = makeStages(8), eager = makeStages(8);
+    std::vector<std::string> lines;
+    runtime::GraphedCallableOptions options;
+    options.warmup_runs = 1;
+    runtime::GraphedCallable callable(
+        [graphed](const std::vector<at::Tensor>& in) { return graphed->run(in); },
+        graphed->trainable(), graphed->parameters(), std::make_unique<Refusing>(),
+        [&lines](const std::string& l) { lines.push_back(l); }, options);
+    for (int call = 0; call < 2; ++call) {
+      const at::Tensor x = torch::randn({1, 3, 8, 8});
+      const std::vector<at::Tensor> a = callable({x}), b = eager->run({x});
+      QVERIFY(equalLists(a, b));
+      lossOf(a).backward();
+      lossOf(b).backward();
+      QVERIFY(equalLists(gradsOf(graphed->trainable()), gradsOf(eager->trainable())));
+    }
+    QCOMPARE(callable.eagerCalls(), uint64_t{2});
+    QCOMPARE(callable.recordedShapes(), size_t{0});
+    QCOMPARE(lines.size(), size_t{1});
+    QCOMPARE(lines[0], std::string("eager replay: recording failed, every call runs eagerly: "
+                                   "operation not permitted when stream is capturing"));
   }
 
   // Weights that no longer sit where they were recorded (set_data, as a layout change or a
