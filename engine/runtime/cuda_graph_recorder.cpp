@@ -27,14 +27,17 @@ class CudaRecording : public Recording {
 
 class CudaGraphRecorder : public GraphRecorder {
  public:
-  explicit CudaGraphRecorder(const c10::Device& device) : device_(device) {
+  // The side stream is taken once: the pool hands its streams out in turn, and another taker
+  // (the batches' thread) must not share it while a recording runs on it.
+  explicit CudaGraphRecorder(const c10::Device& device)
+      : device_(device), side_(c10::cuda::getStreamFromPool(false, device.index())) {
     TORCH_CHECK(device_.is_cuda(), "CUDA graphs: the device is ", device_.str());
   }
 
   void isolated(const std::function<void()>& work) override {
     const c10::cuda::CUDAGuard device_guard(device_);
     const c10::cuda::CUDAStream current = c10::cuda::getCurrentCUDAStream(device_.index());
-    const c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, device_.index());
+    const c10::cuda::CUDAStream side = side_;
     at::cuda::CUDAEvent queued;
     queued.record(current);
     queued.block(side);
@@ -84,6 +87,7 @@ class CudaGraphRecorder : public GraphRecorder {
 
  private:
   c10::Device device_;
+  c10::cuda::CUDAStream side_;
   decltype(at::cuda::graph_pool_handle()) pool_{0, 0};
 };
 

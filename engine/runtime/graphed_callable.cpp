@@ -24,6 +24,27 @@ class EagerRecording : public Recording {
   std::function<void()> body_;
 };
 
+// Autocast off for a backward, as the trainer's backward runs (outside its autocast scope): the
+// backward is recorded inside the forward's scope.
+class AutocastOff {
+ public:
+  AutocastOff()
+      : cpu_(at::autocast::is_autocast_enabled(at::kCPU)),
+        cuda_(at::autocast::is_autocast_enabled(at::kCUDA)) {
+    at::autocast::set_autocast_enabled(at::kCPU, false);
+    at::autocast::set_autocast_enabled(at::kCUDA, false);
+  }
+  ~AutocastOff() {
+    at::autocast::set_autocast_enabled(at::kCPU, cpu_);
+    at::autocast::set_autocast_enabled(at::kCUDA, cuda_);
+  }
+  AutocastOff(const AutocastOff&) = delete;
+  AutocastOff& operator=(const AutocastOff&) = delete;
+
+ private:
+  bool cpu_, cuda_;
+};
+
 // Autocast's cache of cast weights off while recording: a cast taken from the cache would not
 // be recorded, and the replays would read the weights of the step that filled it.
 class AutocastCacheOff {
@@ -106,6 +127,11 @@ std::string shapeKey(const std::vector<at::Tensor>& inputs) {
   std::ostringstream key;
   for (const at::Tensor& t : inputs)
     key << t.sizes() << t.strides() << c10::toString(t.scalar_type()) << t.device() << ';';
+  // A recording replays the casts it was made with.
+  for (const c10::DeviceType d : {at::kCPU, at::kCUDA}) {
+    if (at::autocast::is_autocast_enabled(d))
+      key << "autocast " << d << ' ' << c10::toString(at::autocast::get_autocast_dtype(d)) << ';';
+  }
   return key.str();
 }
 
@@ -134,6 +160,46 @@ bool GraphedCallable::weightsMoved() const {
   return false;
 }
 
+void GraphedCallable::warmUpAndRecord(Recorded& r, bool backward) {
+  // Warm-up: libraries make their handles and workspaces, which a recording cannot.
+  for (int i = 0; i < options_.warmup_runs; ++i) {
+    const std::vector<at::Tensor> outs = body_(r.inputs);
+    std::vector<at::Tensor> with_grad, zeros;
+    for (const at::Tensor& o : outs) {
+      if (!backward || !o.requires_grad()) continue;
+      with_grad.push_back(o);
+      zeros.push_back(at::zeros_like(o));
+    }
+    if (!with_grad.empty()) {
+      const AutocastOff autocast_off;
+      (void)torch::autograd::grad(with_grad, trainable_, zeros, false, false, true);
+    }
+  }
+  r.forward = recorder_->record(
+      [this, &r, backward] {
+        // The eager replay of a training forward runs inside autograd's forward (no grad).
+        const at::AutoGradMode grad(backward || at::GradMode::is_enabled());
+        const AutocastCacheOff off;
+        r.outputs = body_(r.inputs);
+      },
+      /*first=*/true);
+  for (size_t i = 0; i < r.outputs.size(); ++i) {
+    TORCH_CHECK(r.outputs[i].is_floating_point(), "GraphedCallable: output ", i, " is not float");
+    if (!backward || !r.outputs[i].requires_grad()) continue;
+    r.differentiable.push_back(i);
+    r.grad_outputs.push_back(at::zeros_like(r.outputs[i]));
+  }
+  if (!backward) return;
+  r.backward = recorder_->record(
+      [this, &r] {
+        const AutocastOff autocast_off;
+        r.grads = torch::autograd::grad(r.gradOutputsOf(r.outputs), trainable_, r.grad_outputs,
+                                        /*retain_graph=*/false, /*create_graph=*/false,
+                                        /*allow_unused=*/true);
+      },
+      /*first=*/false);
+}
+
 GraphedCallable::Recorded& GraphedCallable::recordFor(const std::vector<at::Tensor>& inputs,
                                                       const std::string& key, bool backward) {
   if (shapes_.empty()) {
@@ -147,40 +213,26 @@ GraphedCallable::Recorded& GraphedCallable::recordFor(const std::vector<at::Tens
     r.inputs.push_back(t.clone());  // the same strides
   recorder_->isolated([&] {
     const AutocastCacheOff cache_off;
-    // Warm-up: libraries make their handles and workspaces, which a recording cannot.
-    for (int i = 0; i < options_.warmup_runs; ++i) {
-      const std::vector<at::Tensor> outs = body_(r.inputs);
-      std::vector<at::Tensor> with_grad, zeros;
-      for (const at::Tensor& o : outs) {
-        if (!backward || !o.requires_grad()) continue;
-        with_grad.push_back(o);
-        zeros.push_back(at::zeros_like(o));
-      }
-      if (!with_grad.empty())
-        (void)torch::autograd::grad(with_grad, trainable_, zeros, false, false, true);
+    // What the warm-up (and an eager recorder's recording run) changes, trainable batch norms'
+    // running statistics, is put back afterwards, also when recording fails.
+    std::vector<at::Tensor> kept;
+    if (backward) {
+      const at::NoGradGuard no_grad;
+      for (const at::Tensor& t : watched_)
+        kept.push_back(t.clone());
     }
-    r.forward = recorder_->record(
-        [this, &r, backward] {
-          // The eager replay of a training forward runs inside autograd's forward (no grad).
-          const at::AutoGradMode grad(backward || at::GradMode::is_enabled());
-          const AutocastCacheOff off;
-          r.outputs = body_(r.inputs);
-        },
-        /*first=*/true);
-    for (size_t i = 0; i < r.outputs.size(); ++i) {
-      TORCH_CHECK(r.outputs[i].is_floating_point(), "GraphedCallable: output ", i, " is not float");
-      if (!backward || !r.outputs[i].requires_grad()) continue;
-      r.differentiable.push_back(i);
-      r.grad_outputs.push_back(at::zeros_like(r.outputs[i]));
+    const auto restore = [&] {
+      const at::NoGradGuard no_grad;
+      for (size_t i = 0; i < kept.size(); ++i)
+        watched_[i].copy_(kept[i]);
+    };
+    try {
+      warmUpAndRecord(r, backward);
+    } catch (...) {
+      restore();
+      throw;
     }
-    if (!backward) return;
-    r.backward = recorder_->record(
-        [this, &r] {
-          r.grads = torch::autograd::grad(r.gradOutputsOf(r.outputs), trainable_, r.grad_outputs,
-                                          /*retain_graph=*/false, /*create_graph=*/false,
-                                          /*allow_unused=*/true);
-        },
-        /*first=*/false);
+    restore();
   });
   log_(recorder_->name() + ": recorded the dense stages' " +
        (backward ? "forward and backward" : "forward") + " for inputs " +
@@ -191,7 +243,8 @@ GraphedCallable::Recorded& GraphedCallable::recordFor(const std::vector<at::Tens
 std::vector<at::Tensor> GraphedCallable::operator()(const std::vector<at::Tensor>& inputs) {
   TORCH_CHECK(!inputs.empty(), "GraphedCallable: no inputs");
   const bool backward = at::GradMode::is_enabled();
-  if (failed_ || (!backward && !options_.record_without_grad)) {
+  if (!backward && !options_.record_without_grad) return body_(inputs);  // not for recording
+  if (failed_) {
     ++eager_calls_;
     return body_(inputs);
   }

@@ -95,6 +95,8 @@ class GraphedCallable {
 
   size_t recordedShapes() const { return shapes_.size(); }
   uint64_t replays() const { return replays_; }
+  // Calls that would have replayed but ran eagerly (past the cap, after a failed recording);
+  // calls without gradients in training, which are not recorded, are not counted.
   uint64_t eagerCalls() const { return eager_calls_; }
   // One line: what is recorded, replayed, and what ran eagerly and why.
   std::string summary() const;
@@ -104,6 +106,7 @@ class GraphedCallable {
  private:
   Recorded& recordFor(const std::vector<at::Tensor>& inputs, const std::string& key,
                       bool backward);
+  void warmUpAndRecord(Recorded& r, bool backward);
   bool weightsMoved() const;
 
   Body body_;

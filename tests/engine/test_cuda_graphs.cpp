@@ -31,18 +31,20 @@ using namespace mrcnn::testing::small_mask_rcnn;
 
 namespace {
 
-// Two trainable convolutions after a frozen one; a third output from the frozen one alone.
+// Two trainable convolutions after a frozen one, a batch norm between them (its running
+// statistics updated by each training call); a third output from the frozen one alone.
 struct Stages : torch::nn::Module {
   Stages() {
     frozen = register_module("frozen", torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 6, 3).padding(1)));
     first = register_module("first", torch::nn::Conv2d(torch::nn::Conv2dOptions(6, 8, 3).padding(1)));
     second = register_module("second", torch::nn::Conv2d(torch::nn::Conv2dOptions(8, 4, 1)));
+    norm = register_module("norm", torch::nn::BatchNorm2d(8));
     for (at::Tensor& p : frozen->parameters())
       p.set_requires_grad(false);
   }
   std::vector<at::Tensor> run(const std::vector<at::Tensor>& in) {
     const at::Tensor base = frozen->forward(in[0]);
-    const at::Tensor a = torch::relu(first->forward(base));
+    const at::Tensor a = torch::relu(norm->forward(first->forward(base)));
     return {a, second->forward(a), base.detach() * 2};
   }
   std::vector<at::Tensor> trainable() {
@@ -52,6 +54,7 @@ struct Stages : torch::nn::Module {
     return out;
   }
   torch::nn::Conv2d frozen{nullptr}, first{nullptr}, second{nullptr};
+  torch::nn::BatchNorm2d norm{nullptr};
 };
 
 std::shared_ptr<Stages> makeStages(uint64_t seed) {
@@ -69,9 +72,12 @@ std::unique_ptr<runtime::GraphedCallable> graphedStages(const std::shared_ptr<St
   runtime::GraphedCallableOptions options;
   options.warmup_runs = 1;
   options.max_shapes = max_shapes;
+  std::vector<at::Tensor> watched = s->parameters();
+  for (const at::Tensor& b : s->buffers())
+    watched.push_back(b);
   return std::make_unique<runtime::GraphedCallable>(
       [s](const std::vector<at::Tensor>& in) { return s->run(in); }, s->trainable(),
-      s->parameters(), std::make_unique<runtime::EagerRecorder>(),
+      std::move(watched), std::make_unique<runtime::EagerRecorder>(),
       [&lines](const std::string& l) { lines.push_back(l); }, options);
 }
 
@@ -135,6 +141,8 @@ class TestCudaGraphs : public QObject {
       sgd(graphed->trainable());
       sgd(eager->trainable());
     }
+    // The running statistics saw each call once, as the eager module's did (not the warm-up's).
+    QVERIFY(equalLists(graphed->buffers(), eager->buffers()));
     QCOMPARE(callable->recordedShapes(), size_t{1});
     QCOMPARE(callable->replays(), uint64_t{6});
     QCOMPARE(callable->eagerCalls(), uint64_t{0});
@@ -169,10 +177,28 @@ class TestCudaGraphs : public QObject {
     QVERIFY(callable->summary().find("2 input shape(s) recorded, 3 replays, 2 eager calls") !=
             std::string::npos);
     {
-      torch::NoGradGuard no_grad;
-      (void)(*callable)({torch::randn({1, 3, 8, 8})});
+      const at::Tensor x8 = torch::randn({1, 3, 8, 8});
+      torch::NoGradGuard no_grad;  // training's evaluation: eager, not counted
+      QVERIFY(equalLists((*callable)({x8}), eager->run({x8})));
     }
-    QCOMPARE(callable->eagerCalls(), uint64_t{3});
+    QCOMPARE(callable->eagerCalls(), uint64_t{2});
+    QCOMPARE(callable->replays(), uint64_t{3});
+  }
+
+  // Autocast's state is part of a recording's key: a call under bf16 autocast gets its own.
+  void autocastIsPartOfTheKey() {
+    const auto graphed = makeStages(12), eager = makeStages(12);
+    std::vector<std::string> lines;
+    auto callable = graphedStages(graphed, lines);
+    const at::Tensor x = torch::randn({1, 3, 8, 8});
+    QVERIFY(equalLists((*callable)({x}), eager->run({x})));
+    {
+      const train::AutocastScope autocast(true, c10::kCPU, at::kBFloat16);
+      const std::vector<at::Tensor> a = (*callable)({x});
+      QCOMPARE(a[1].scalar_type(), at::kBFloat16);
+      QVERIFY(equalLists(a, eager->run({x})));
+    }
+    QCOMPARE(callable->recordedShapes(), size_t{2});
   }
 
   // A recording that fails (here the recorder refuses, as a capture refuses a host sync) is
