@@ -17,13 +17,13 @@ Test-only: the product never runs Python.
 """
 
 import argparse
-import json
 import os
 import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpu_check_train import done_status, last_session, losses_by_step, read_events  # noqa: E402
+from gpu_check_train import (done_status, last_session, losses_by_step, read_events,  # noqa: E402
+                             write_verdict)
 
 
 def throughput(events):
@@ -88,10 +88,7 @@ def main():
         "images_per_second": {"graphs": throughput(graphed), "eager": throughput(eager)},
         "problems": problems,
     }
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=1)
-    verdict = "ok" if not problems else "FAIL: " + "; ".join(problems)
+    verdict = write_verdict(report, args.json)
     print(f"{verdict} | CUDA graphs against eager over {len(steps)} steps: first step bitwise equal "
           f"{report['first_step_bitwise_equal']}, largest relative drift of the total loss {drift:.2e}; "
           f"{report['replays']} replays of {report['recorded_shapes']} shape(s); images/s through the loader "

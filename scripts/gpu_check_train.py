@@ -49,6 +49,14 @@ def done_status(events):
     return done[-1].get("status") if done else None
 
 
+def write_verdict(report, json_path):
+    """Writes the report (when asked) and returns its verdict: "ok", or the problems."""
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(report, f, indent=1)
+    return "ok" if not report["problems"] else "FAIL: " + "; ".join(report["problems"])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--run", required=True)
@@ -104,10 +112,7 @@ def main():
         "resumed_start_event": start[-1] if start else None,
         "problems": problems,
     }
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=1)
-    verdict = "ok" if not problems else "FAIL: " + "; ".join(problems)
+    verdict = write_verdict(report, args.json)
     print(f"{verdict} | loss {first:.4f} -> {last:.4f} over {len(steps)} steps; resume at step "
           f"{args.resume_step}: first step bitwise equal: {report['resume_first_step_bitwise_equal']}, "
           f"largest relative drift of the total loss after it {drift:.2e} over "
