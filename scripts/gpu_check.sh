@@ -416,9 +416,9 @@ for line in open(sys.argv[1]):
         print(text)' "$work/profile-$1.jsonl" >> "$bench_log" 2>&1
 done
 # The counts into the summary (bench.json's "syncs_per_step").
-"$py" - "$work/bench.json" "$out" <<'PYEOF' >> "$bench_log" 2>&1
-import json, os, sys
-path, out = sys.argv[1:3]
+"$py" - "$work/bench.json" "$out" "$work" <<'PYEOF' >> "$bench_log" 2>&1
+import json, os, re, sys
+path, out, work = sys.argv[1:4]
 bench = json.load(open(path))
 bench["syncs_per_step"] = {}
 for mode in ("train", "inference"):
@@ -427,6 +427,22 @@ for mode in ("train", "inference"):
         d = json.load(open(f))
         bench["syncs_per_step"][mode] = {"total": d["syncs"]["total"], "call_stacks": len(d["syncs"]["sites"]),
                                          "batch": d["batch"], "precision": d["precision"]}
+# The profiled step's kernel launches (the host's launch and copy calls) and operators doing
+# work, each with its stages (engine/runtime/op_profile.h), for the before/after of the profile.
+bench["launches_per_step"] = {}
+for mode in ("train", "inference"):
+    f = os.path.join(work, "profile-%s.jsonl" % mode)
+    if not os.path.exists(f):
+        continue
+    for line in open(f):
+        text = json.loads(line).get("text", "")
+        for key, pattern in (("kernel_launches", r"kernel launches and copies the host made: (\d+), by stage[^\n]*\n((?:\s+\S+ ms\s+\d+\s+.*\n?)*)"),
+                             ("operators_doing_work", r"operators that do the work.*?: (\d+), by stage\n((?:\s+\S+ ms\s+\d+\s+.*\n?)*)")):
+            m = re.search(pattern, text)
+            if m:
+                stages = {r.split(None, 3)[3]: int(r.split(None, 3)[2]) for r in m.group(2).splitlines() if r.strip()}
+                bench["launches_per_step"].setdefault(mode, {})[key] = {"total": int(m.group(1)), "by_stage": stages}
+print("launches a step:", json.dumps(bench["launches_per_step"]))
 if "train" in bench["syncs_per_step"]:  # the issue's target: at most 5 a training step
     bench["syncs_per_step"]["train"]["target_met"] = bench["syncs_per_step"]["train"]["total"] <= 5
 json.dump(bench, open(path, "w"), indent=1)

@@ -1,10 +1,12 @@
 #include "engine/model/frozen_batch_norm.h"
 
 #include <ATen/autocast_mode.h>
+#include <c10/core/InferenceMode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/torch.h>
 
 #include <optional>
+#include <tuple>
 #include <vector>
 
 namespace mrcnn::model {
@@ -37,9 +39,41 @@ at::Tensor FrozenBatchNorm2dImpl::forward(const at::Tensor& x) {
     return at::batch_norm(x, weight, bias, running_mean, running_var, /*training=*/false,
                           /*momentum=*/0.0, eps, /*cudnn_enabled=*/true);
   }
-  const at::Tensor s = scale();
-  const at::Tensor b = bias.reshape({1, -1, 1, 1}) - running_mean.reshape({1, -1, 1, 1}) * s;
+  const auto [s, b] = affine();
   return x * s + b;
+}
+
+std::pair<at::Tensor, at::Tensor> FrozenBatchNorm2dImpl::affine() {
+  const std::array<const at::Tensor*, 4> buffers = {&weight, &bias, &running_mean, &running_var};
+  // Buffers made in inference mode have no version to watch: computed at each call.
+  bool cacheable = true;
+  for (const at::Tensor* t : buffers)
+    cacheable = cacheable && !t->is_inference();
+  const auto compute = [this] {
+    // Outside inference mode, so that training may save them for the backward; no autograd
+    // (buffers need none).
+    c10::InferenceMode normal_tensors(false);
+    at::NoGradGuard no_grad;
+    const at::Tensor s = scale();
+    return std::make_pair(
+        s, bias.reshape({1, -1, 1, 1}) - running_mean.reshape({1, -1, 1, 1}) * s);
+  };
+  if (!cacheable) return compute();
+  std::lock_guard<std::mutex> lock(affine_mutex_);
+  bool current = affine_.scale.defined() && affine_.eps == eps;
+  for (size_t i = 0; i < buffers.size() && current; ++i) {
+    current = buffers[i]->storage().is_alias_of(affine_.storages[i]) &&
+              buffers[i]->_version() == affine_.versions[i];
+  }
+  if (!current) {
+    std::tie(affine_.scale, affine_.shift) = compute();
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      affine_.storages[i] = buffers[i]->storage();
+      affine_.versions[i] = buffers[i]->_version();
+    }
+    affine_.eps = eps;
+  }
+  return {affine_.scale, affine_.shift};
 }
 
 FoldedConv foldIntoConv(const at::Tensor& conv_weight, const at::Tensor& conv_bias,

@@ -7,7 +7,10 @@
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
+#include <array>
 #include <cstdint>
+#include <mutex>
+#include <utility>
 
 namespace mrcnn::model {
 
@@ -26,6 +29,20 @@ class FrozenBatchNorm2dImpl : public torch::nn::Module {
   int64_t num_features;
   double eps;
   at::Tensor weight, bias, running_mean, running_var;
+
+ private:
+  // forward's scale and shift ([1, C, 1, 1]), kept while the four buffers and eps stay as
+  // they are: the same storage (a move or set_data gives another) at the same version (an
+  // in-place load bumps it). On a GPU that spares five small kernels a layer and call.
+  struct Affine {
+    at::Tensor scale, shift;
+    std::array<c10::Storage, 4> storages;  // weight, bias, running_mean, running_var
+    std::array<int64_t, 4> versions{};
+    double eps = 0;
+  };
+  std::pair<at::Tensor, at::Tensor> affine();
+  Affine affine_;
+  std::mutex affine_mutex_;  // inference may run one model from several threads
 };
 TORCH_MODULE(FrozenBatchNorm2d);
 

@@ -1,6 +1,7 @@
 #include "engine/model/mask_head.h"
 
 #include <ATen/TensorIndexing.h>
+#include <ATen/record_function.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/binary_cross_entropy_with_logits.h>
 #include <ATen/ops/cat.h>
@@ -109,6 +110,7 @@ at::Tensor lossFromTargets(const at::Tensor& mask_logits, const std::vector<at::
                            const std::vector<GtMasks>& gt_masks,
                            const std::vector<at::Tensor>& gt_labels,
                            const std::vector<at::Tensor>& matched_idxs, TargetsOf targets_of) {
+  RECORD_USER_SCOPE("mrcnn/roi_heads/mask_loss");
   TORCH_CHECK(mask_logits.dim() == 4 && mask_logits.size(2) == mask_logits.size(3),
               "maskRCNNLoss: mask_logits must be [R, C, M, M], got ", mask_logits.sizes());
   TORCH_CHECK(proposals.size() == gt_masks.size() && proposals.size() == gt_labels.size() &&

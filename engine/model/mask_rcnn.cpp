@@ -1,6 +1,7 @@
 #include "engine/model/mask_rcnn.h"
 
 #include <ATen/ATen.h>
+#include <ATen/record_function.h>
 #include <c10/core/InferenceMode.h>
 #include <torch/nn/module.h>
 
@@ -145,8 +146,11 @@ MaskRCNNLosses MaskRCNNImpl::losses(const at::Tensor& images, const ImageSizes& 
               "MaskRCNN::losses: ground truth for ", targets.boxes.size(), " images, batch of ", n);
 
   const at::Tensor x = inLayout(images);
-  const std::vector<std::vector<at::Tensor>> lists =
-      splitDense(dense_runner_ ? dense_runner_(x) : denseStages(x));
+  std::vector<std::vector<at::Tensor>> lists;
+  {
+    RECORD_USER_SCOPE("mrcnn/dense");
+    lists = splitDense(dense_runner_ ? dense_runner_(x) : denseStages(x));
+  }
   std::vector<at::Tensor> features = lists[0];
   const RPNHeadMaps head_maps{lists[1], lists[2]};
   const RPNTargets rpn_targets = rpnTargets(targets);
@@ -179,13 +183,19 @@ std::vector<Detections> MaskRCNNImpl::detect(const at::Tensor& images, const Ima
   std::vector<at::Tensor> features;
   RPNOutput proposals;
   if (dense_runner_) {
-    const std::vector<at::Tensor> dense = dense_runner_(x);
-    const std::vector<std::vector<at::Tensor>> lists = splitDense(dense);
+    std::vector<std::vector<at::Tensor>> lists;
+    {
+      RECORD_USER_SCOPE("mrcnn/dense");
+      lists = splitDense(dense_runner_(x));
+    }
     features = lists[0];
     const RPNHeadMaps head_maps{lists[1], lists[2]};
     proposals = rpn_->forward(features, sizes, nullptr, &head_maps);
   } else {
-    features = backbone_->forward(x);
+    {
+      RECORD_USER_SCOPE("mrcnn/dense");
+      features = backbone_->forward(x);
+    }
     proposals = rpn_->forward(features, sizes);
   }
   RoIHeadsOutput heads = roi_heads_->forward(features, proposals.boxes, sizes);

@@ -1,11 +1,13 @@
 #include "engine/model/roi_heads.h"
 
 #include <ATen/ATen.h>
+#include <ATen/record_function.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
 #include <limits>
 #include <string>
+#include <tuple>
 
 #include "engine/model/counted_indices.h"
 #include "engine/ops/box_coder.h"
@@ -174,6 +176,7 @@ std::pair<at::Tensor, at::Tensor> RoIHeadsImpl::assignTargets(const at::Tensor& 
 
 RoIHeadsImpl::Sample RoIHeadsImpl::selectTrainingSamples(const std::vector<at::Tensor>& proposals,
                                                          const RoIHeadsTargets& targets) {
+  RECORD_USER_SCOPE("mrcnn/roi_heads/sample");
   const size_t num_images = proposals.size();
   TORCH_CHECK(targets.boxes.size() == num_images && targets.labels.size() == num_images,
               "RoIHeads: ground truth (boxes, labels) for ", targets.boxes.size(), ", ",
@@ -268,6 +271,7 @@ RoIHeadsImpl::Sample RoIHeadsImpl::selectTrainingSamples(const std::vector<at::T
 RoIHeadsLosses RoIHeadsImpl::fastRCNNLoss(const at::Tensor& class_logits,
                                           const at::Tensor& box_regression,
                                           const Sample& sample) const {
+  RECORD_USER_SCOPE("mrcnn/roi_heads/box_loss");
   const at::Tensor labels = at::cat(sample.labels, 0);
   const at::Tensor targets = at::cat(sample.regression_targets, 0);
   RoIHeadsLosses losses;
@@ -306,6 +310,7 @@ at::Tensor certainLogits(const at::Tensor& logits) {
 std::vector<Detections> RoIHeadsImpl::postprocessDetections(
     const at::Tensor& class_logits, const at::Tensor& box_regression,
     const std::vector<at::Tensor>& proposals, const ImageSizes& sizes) const {
+  RECORD_USER_SCOPE("mrcnn/roi_heads/postprocess");
   const int64_t num_classes = class_logits.size(-1);
   // Under autocast the predictor's outputs are bfloat16 or half: boxes and scores are decoded
   // in float (bfloat16 would put a box edge at 1000 px only to the nearest 4 px).
@@ -359,6 +364,7 @@ std::vector<Detections> RoIHeadsImpl::postprocessDetections(
 
 at::Tensor RoIHeadsImpl::maskLogits(const std::vector<at::Tensor>& maps,
                                     const std::vector<at::Tensor>& boxes, const ImageSizes& sizes) {
+  RECORD_USER_SCOPE("mrcnn/roi_heads/mask_head");
   return mask_predictor_->forward(mask_head_->forward(mask_roi_pool_(maps, boxes, sizes.padded)));
 }
 
@@ -367,9 +373,12 @@ RoIHeadsLosses RoIHeadsImpl::trainingLosses(const std::vector<at::Tensor>& maps,
                                             const ImageSizes& sizes,
                                             const RoIHeadsTargets& targets) {
   const Sample sample = selectTrainingSamples(proposals, targets);
-  const at::Tensor box_features =
-      box_head_->forward(box_roi_pool_(maps, sample.rois, sizes.padded));
-  const auto [class_logits, box_regression] = box_predictor_->forward(box_features);
+  at::Tensor class_logits, box_regression;
+  {
+    RECORD_USER_SCOPE("mrcnn/roi_heads/box_head");
+    std::tie(class_logits, box_regression) =
+        box_predictor_->forward(box_head_->forward(box_roi_pool_(maps, sample.rois, sizes.padded)));
+  }
   RoIHeadsLosses losses = fastRCNNLoss(class_logits, box_regression, sample);
   losses.box_reg_weighted = losses.box_reg * options_.box_loss_weight;
   for (const at::Tensor& l : sample.labels)
@@ -400,8 +409,12 @@ RoIHeadsLosses RoIHeadsImpl::trainingLosses(const std::vector<at::Tensor>& maps,
 std::vector<Detections> RoIHeadsImpl::detectFrom(const std::vector<at::Tensor>& maps,
                                                  const std::vector<at::Tensor>& proposals,
                                                  const ImageSizes& sizes) {
-  const at::Tensor box_features = box_head_->forward(box_roi_pool_(maps, proposals, sizes.padded));
-  const auto [class_logits, box_regression] = box_predictor_->forward(box_features);
+  at::Tensor class_logits, box_regression;
+  {
+    RECORD_USER_SCOPE("mrcnn/roi_heads/box_head");
+    std::tie(class_logits, box_regression) =
+        box_predictor_->forward(box_head_->forward(box_roi_pool_(maps, proposals, sizes.padded)));
+  }
   std::vector<Detections> detections =
       postprocessDetections(class_logits, box_regression, proposals, sizes);
   if (options_.with_masks) {

@@ -1,6 +1,7 @@
 #include "engine/model/rpn.h"
 
 #include <ATen/ATen.h>
+#include <ATen/record_function.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
@@ -124,6 +125,7 @@ std::pair<at::Tensor, at::Tensor> RegionProposalNetworkImpl::assignTargets(
 RegionProposalNetworkImpl::HeadOutput RegionProposalNetworkImpl::runHead(
     const std::vector<at::Tensor>& features, const ImageSizes& sizes,
     const RPNHeadMaps* head_maps) {
+  RECORD_USER_SCOPE("mrcnn/rpn/head_outputs");
   TORCH_CHECK(!features.empty(), "RegionProposalNetwork: no feature maps");
   HeadOutput h;
   h.num_images = features[0].size(0);
@@ -161,6 +163,7 @@ std::vector<int64_t> RegionProposalNetworkImpl::selectProposals(
     const HeadOutput& h, const ImageSizes& sizes, bool training_counts,
     std::vector<at::Tensor>& boxes_out, std::vector<at::Tensor>* scores_out,
     const std::vector<at::Tensor>& also) const {
+  RECORD_USER_SCOPE("mrcnn/rpn/proposals");
   // The best anchors of each level, then per image clip, filter, NMS.
   const int64_t total = h.anchors.size(0);
   const at::Tensor obj = h.objectness.detach().to(at::kFloat).reshape({h.num_images, total});
@@ -226,6 +229,7 @@ std::vector<int64_t> RegionProposalNetworkImpl::selectProposals(
 
 RegionProposalNetworkImpl::AnchorSample RegionProposalNetworkImpl::sampleAnchors(
     const HeadOutput& h, const RPNTargets& targets) {
+  RECORD_USER_SCOPE("mrcnn/rpn/sample");
   TORCH_CHECK(static_cast<int64_t>(targets.boxes.size()) == h.num_images,
               "RegionProposalNetwork: ground truth for ", targets.boxes.size(),
               " images in a batch of ", h.num_images);
@@ -261,6 +265,7 @@ RegionProposalNetworkImpl::AnchorSample RegionProposalNetworkImpl::sampleAnchors
 
 RPNLosses RegionProposalNetworkImpl::lossesOf(const HeadOutput& h, const AnchorSample& s,
                                               int64_t positives, int64_t negatives) const {
+  RECORD_USER_SCOPE("mrcnn/rpn/loss");
   // The sampled anchors, positives first, each group by increasing index.
   const at::Tensor pos = countedIndices(s.positive, positives);
   const at::Tensor sampled_idx = at::cat({pos, countedIndices(s.negative, negatives)}, 0);

@@ -3,6 +3,7 @@
 // all-reduce across the ranks of a data-parallel job, optimizer step) or inference, with no
 // data loading at all. Reports the global images/s and the step time's percentiles.
 #include <ATen/ATen.h>
+#include <ATen/record_function.h>
 #include <torch/cuda.h>
 #include <torch/torch.h>
 #include <unistd.h>
@@ -244,7 +245,10 @@ int benchmark(const TaskOptions& options, const BenchmarkOptions& bench,
           train::AutocastScope autocast(amp, device.type(), amp_dtype);
           losses = net->losses(data.images, data.sizes, data.targets);
         }
-        scaler.scaleLoss(losses.total).backward();
+        {
+          RECORD_USER_SCOPE("mrcnn/backward");
+          scaler.scaleLoss(losses.total).backward();
+        }
         if (parallel) parallel->averageGradients();
         // A real step at a learning rate too small to diverge.
         solver->step(1e-6, scaler.enabled() ? &scaler : nullptr);

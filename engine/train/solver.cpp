@@ -1,6 +1,7 @@
 #include "engine/train/solver.h"
 
 #include <ATen/ATen.h>
+#include <ATen/record_function.h>
 #include <torch/nn/module.h>
 
 #include <algorithm>
@@ -70,6 +71,7 @@ bool Solver::isDecayed(const std::string& name, const at::Tensor& parameter) {
 }
 
 StepResult Solver::step(double lr, LossScaler* scaler) {
+  RECORD_USER_SCOPE("mrcnn/solver");
   at::NoGradGuard no_grad;
   StepResult result;
   std::vector<size_t> index;  // parameters with a gradient this step
@@ -96,19 +98,28 @@ StepResult Solver::step(double lr, LossScaler* scaler) {
   const std::vector<at::Tensor> raw_norms = at::_foreach_norm(grads, 2);
   const at::Tensor all_finite = at::stack(raw_norms).isfinite().all();
 
-  // TAO's regularisation (part of its loss, hence of the clipped gradient) and bias scale.
-  // grad.add_(param, alpha) is the same single kernel torch.optim.SGD uses for weight_decay.
+  // TAO's regularisation (part of its loss, hence of the clipped gradient) and bias scale,
+  // each over its tensors in one multi-tensor operation (on a GPU a few kernel launches in
+  // all, where one a tensor were ~300 a step for a ResNet-50 FPN; on the CPU LibTorch runs
+  // them tensor by tensor, the same arithmetic as before). g += l2 × p is the single kernel
+  // torch.optim.SGD uses for weight_decay.
   const double l1_term = options_.l1_weight_decay / 2.0;
+  std::vector<at::Tensor> decayed_grads, decayed_params, bias_grads;
   for (size_t k = 0; k < index.size(); ++k) {
     const size_t i = index[k];
-    at::Tensor& g = grads[k];
-    const at::Tensor& p = parameters_[i].second;
     if (decayed_[i]) {
-      if (options_.l2_weight_decay != 0) g.add_(p, options_.l2_weight_decay);
-      if (l1_term != 0) g.add_(p.sign(), l1_term);
+      decayed_grads.push_back(grads[k]);
+      decayed_params.push_back(parameters_[i].second);
     }
-    if (bias_[i] && options_.bias_gradient_scale != 1.0) g.mul_(options_.bias_gradient_scale);
+    if (bias_[i]) bias_grads.push_back(grads[k]);
   }
+  if (!decayed_grads.empty()) {
+    if (options_.l2_weight_decay != 0)
+      at::_foreach_add_(decayed_grads, decayed_params, options_.l2_weight_decay);
+    if (l1_term != 0) at::_foreach_add_(decayed_grads, at::_foreach_sign(decayed_params), l1_term);
+  }
+  if (!bias_grads.empty() && options_.bias_gradient_scale != 1.0)
+    at::_foreach_mul_(bias_grads, options_.bias_gradient_scale);
 
   // As torch.nn.utils.clip_grad_norm_: the 2-norm of the per-tensor 2-norms, coefficient
   // max_norm / (norm + 1e-6) clamped to 1, applied even when 1 (a multiplication by 1 is exact).
@@ -136,22 +147,31 @@ StepResult Solver::step(double lr, LossScaler* scaler) {
   result.grad_norm = v[1];
   if (clamped.defined()) result.clipped = v[2] < 1.0;
 
-  // torch.optim.SGD's update (dampening 0, no Nesterov).
+  // torch.optim.SGD's update (dampening 0, no Nesterov): buf = momentum × buf + d (the first
+  // step: buf = d), p −= lr × buf; multi-tensor as above.
+  std::vector<at::Tensor> params, directions;
+  std::vector<at::Tensor> buffers, buffered_grads;  // the parameters with a buffer already
   for (size_t k = 0; k < index.size(); ++k) {
     const size_t i = index[k];
-    at::Tensor& p = parameters_[i].second;
-    at::Tensor d = grads[k];
-    if (options_.momentum != 0) {
-      at::Tensor& buf = momentum_[i];
-      if (!buf.defined()) {
-        buf = d.clone().detach();
-      } else {
-        buf.mul_(options_.momentum).add_(d);
-      }
-      d = buf;
+    params.push_back(parameters_[i].second);
+    if (options_.momentum == 0) {
+      directions.push_back(grads[k]);
+      continue;
     }
-    p.add_(d, -lr);
+    at::Tensor& buf = momentum_[i];
+    if (!buf.defined()) {
+      buf = grads[k].clone().detach();
+    } else {
+      buffers.push_back(buf);
+      buffered_grads.push_back(grads[k]);
+    }
+    directions.push_back(buf);
   }
+  if (!buffers.empty()) {
+    at::_foreach_mul_(buffers, options_.momentum);
+    at::_foreach_add_(buffers, buffered_grads);
+  }
+  at::_foreach_add_(params, directions, -lr);
   zeroGrad();
   ++steps_taken_;
   result.applied = true;

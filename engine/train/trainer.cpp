@@ -1,6 +1,7 @@
 #include "engine/train/trainer.h"
 
 #include <ATen/ATen.h>
+#include <ATen/record_function.h>
 #include <torch/torch.h>
 
 #include <chrono>
@@ -145,7 +146,10 @@ void Trainer::runStep() {
                            "init_learning_rate or enable global_gradient_clip_ratio)",
                        engine::kExitFailed);
     }
-    if (losses.total.defined()) scaler_.scaleLoss(losses.total * share).backward();
+    if (losses.total.defined()) {
+      RECORD_USER_SCOPE("mrcnn/backward");
+      scaler_.scaleLoss(losses.total * share).backward();
+    }
     accumulate(sum, micro.report, share);
     images += micro.images;
     state_.epoch = batch->host.epoch;

@@ -420,6 +420,53 @@ class TestBackbone : public QObject {
       QCOMPARE(shapeOf(out[i]), shapes[i]);
   }
 
+  // forward keeps its scale and shift while the buffers stay as they are; each way of changing
+  // them (in place, in place under inference mode, new storage, eps, a move to another dtype)
+  // gives the freshly computed result, bit for bit.
+  void frozenBatchNormFollowsItsBuffers() {
+    torch::manual_seed(3);
+    model::FrozenBatchNorm2d bn(6, 1e-5);
+    const at::Tensor x = torch::randn({2, 6, 5, 7});
+    const auto fresh = [&](const at::Tensor& in) {
+      torch::NoGradGuard no_grad;
+      return in * bn->scale() + bn->shift();
+    };
+    const auto same = [&](const char* what) {
+      const at::Tensor got = bn->forward(x.to(bn->weight.scalar_type()));
+      const at::Tensor want = fresh(x.to(bn->weight.scalar_type()));
+      QVERIFY2(got.equal(want), what);
+    };
+    same("defaults");
+    {
+      torch::NoGradGuard no_grad;
+      bn->weight.uniform_(0.5, 1.5);
+      bn->running_var.uniform_(0.5, 2.0);
+    }
+    same("weight and running_var changed in place");
+    {
+      c10::InferenceMode inference;
+      bn->running_mean.normal_(0, 0.1);
+      bn->bias.normal_(0, 0.1);
+      same("running_mean and bias changed in place under inference mode");
+    }
+    bn->running_var.set_data(torch::rand({6}) + 0.5);
+    same("running_var given new storage (set_data)");
+    bn->eps = 1e-3;
+    same("eps changed");
+    bn->to(at::kDouble);
+    same("moved to float64");
+
+    // Computed first under inference mode, then used in training: the backward can use it.
+    bn->to(at::kFloat);
+    {
+      c10::InferenceMode inference;
+      (void)bn->forward(x);
+    }
+    const at::Tensor leaf = x.clone().requires_grad_(true);
+    bn->forward(leaf).sum().backward();
+    QVERIFY(leaf.grad().equal(bn->scale().expand_as(x)));
+  }
+
   void foldedBatchNormEqualsUnfolded() {
     torch::manual_seed(7);
     model::FrozenBatchNorm2d bn(8, 1e-5);
