@@ -256,11 +256,12 @@ RegionProposalNetworkImpl::AnchorSample RegionProposalNetworkImpl::sampleAnchors
   for (const SampledMasks& m : sampled) {
     TORCH_CHECK(m.positive.numel() == total && m.negative.numel() == total,
                 "RegionProposalNetwork: a sample mask must cover the image's ", total, " anchors");
-    pos_masks.push_back(m.positive.to(h.anchors.device()).to(at::kBool));
-    neg_masks.push_back(m.negative.to(h.anchors.device()).to(at::kBool));
+    pos_masks.push_back(m.positive.to(h.anchors.device()));
+    neg_masks.push_back(m.negative.to(h.anchors.device()));
   }
-  return {at::cat(labels, 0), at::cat(regression_targets, 0), at::cat(pos_masks, 0),
-          at::cat(neg_masks, 0)};
+  // Joined, then made boolean: one conversion for the batch.
+  return {at::cat(labels, 0), at::cat(regression_targets, 0), at::cat(pos_masks, 0).to(at::kBool),
+          at::cat(neg_masks, 0).to(at::kBool)};
 }
 
 RPNLosses RegionProposalNetworkImpl::lossesOf(const HeadOutput& h, const AnchorSample& s,

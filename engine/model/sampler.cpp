@@ -10,26 +10,28 @@
 namespace mrcnn::model {
 namespace {
 
-// One image's draw without reading a count on the host: a random key an element, the
-// `max_pos` positives with the largest keys (fewer when there are fewer), then negatives with
-// the largest keys up to `batch` in all. Uniform over the subsets of each size, as a
-// truncated permutation is.
-SampledMasks drawOnDevice(const at::Tensor& l, std::optional<at::Generator> generator,
-                          int64_t batch, int64_t max_pos) {
-  const int64_t n = l.numel();
-  const at::Tensor keys = at::rand({n}, generator, l.options().dtype(at::kFloat));
+// The draw of a batch without reading a count on the host: a random key an element, each
+// image's `max_pos` positives with the largest keys (fewer when there are fewer), then its
+// negatives with the largest keys up to `batch` in all. Uniform over the subsets of each size,
+// as a truncated permutation is. `keys[i]` holds image i's keys in its first n_i elements;
+// `labels` is [B, N] with -1 (neither) past an image's end. A few operations for the whole
+// batch (on a GPU that many kernels, not that many an image).
+std::pair<at::Tensor, at::Tensor> drawOnDevice(const at::Tensor& labels, const at::Tensor& keys,
+                                               int64_t batch, int64_t max_pos) {
+  const int64_t n = labels.size(1);
   const at::Tensor none = at::full({}, -1.0, keys.options());
-  SampledMasks m{at::zeros_like(l, l.options().dtype(at::kByte)),
-                 at::zeros_like(l, l.options().dtype(at::kByte))};
-  const auto [pos_keys, pos_at] = at::topk(at::where(l >= 1, keys, none), std::min(max_pos, n));
+  at::Tensor positive = at::zeros_like(labels, labels.options().dtype(at::kByte));
+  at::Tensor negative = at::zeros_like(positive);
+  const auto [pos_keys, pos_at] =
+      at::topk(at::where(labels >= 1, keys, none), std::min(max_pos, n), /*dim=*/1);
   const at::Tensor take_pos = pos_keys >= 0;
-  m.positive.scatter_(0, pos_at, take_pos.to(at::kByte));
+  positive.scatter_(1, pos_at, take_pos.to(at::kByte));
   const int64_t k = std::min(batch, n);
-  const auto [neg_keys, neg_at] = at::topk(at::where(l == 0, keys, none), k);
-  const at::Tensor room = batch - take_pos.sum();  // stays on the device
+  const auto [neg_keys, neg_at] = at::topk(at::where(labels == 0, keys, none), k, /*dim=*/1);
+  const at::Tensor room = batch - take_pos.sum(1, /*keepdim=*/true);  // stays on the device
   const at::Tensor take_neg = (neg_keys >= 0) & (at::arange(k, neg_at.options()) < room);
-  m.negative.scatter_(0, neg_at, take_neg.to(at::kByte));
-  return m;
+  negative.scatter_(1, neg_at, take_neg.to(at::kByte));
+  return {positive, negative};
 }
 
 // A generator of `device` seeded with `key`.
@@ -60,21 +62,55 @@ std::vector<SampledMasks> BalancedPositiveNegativeSampler::operator()(
               " images");
   std::vector<SampledMasks> out;
   out.reserve(labels.size());
-  for (size_t i = 0; i < labels.size(); ++i) {
-    const at::Tensor& l = labels[i];
-    // int() of the product, as torchvision (truncation).
-    const auto max_pos = static_cast<int64_t>(static_cast<double>(options_.batch_size_per_image) *
-                                              options_.positive_fraction);
-    if (options_.draw_on_device || l.is_cuda()) {
+  // int() of the product, as torchvision (truncation).
+  const auto max_pos = static_cast<int64_t>(static_cast<double>(options_.batch_size_per_image) *
+                                            options_.positive_fraction);
+  const bool on_device = options_.draw_on_device ||
+                         std::any_of(labels.begin(), labels.end(),
+                                     [](const at::Tensor& l) { return l.is_cuda(); });
+  if (on_device && !labels.empty()) {
+    // The images side by side, each padded to the longest with -1 (neither positive nor
+    // negative): one fill and one concatenation for the labels, one for the keys.
+    int64_t longest = 0;
+    for (const at::Tensor& l : labels)
+      longest = std::max(longest, l.numel());
+    const at::Device device = labels.front().device();
+    const at::Tensor pad = at::full({longest}, -1, labels.front().options());
+    const at::Tensor key_pad = at::zeros({longest}, pad.options().dtype(at::kFloat));  // unread
+    std::vector<at::Tensor> padded_labels, padded_keys;
+    for (size_t i = 0; i < labels.size(); ++i) {
+      const at::Tensor& l = labels[i];
+      TORCH_CHECK(l.dim() == 1 && l.device() == device && l.scalar_type() == pad.scalar_type(),
+                  "BalancedPositiveNegativeSampler: image ", i, "'s labels are ", l.sizes(), " ",
+                  l.scalar_type(), " on ", l.device(), "; image 0's ", pad.scalar_type(), " on ",
+                  device, " (1-D, one dtype and device for the batch)");
+      padded_labels.push_back(l);
+      padded_labels.push_back(pad.narrow(0, 0, longest - l.numel()));
       std::optional<at::Generator> generator;  // the device's default
       if (!keys.empty()) {
-        generator = keyedGenerator(l.device(), keys[i]);
-      } else if (generator_ && generator_->device() == l.device()) {
+        generator = keyedGenerator(device, keys[i]);
+      } else if (generator_ && generator_->device() == device) {
         generator = generator_;
       }
-      out.push_back(drawOnDevice(l, generator, options_.batch_size_per_image, max_pos));
-      continue;
+      // Each image's keys from its own generator, as many as it has elements: an image draws
+      // the same elements whatever the images beside it.
+      padded_keys.push_back(at::rand({l.numel()}, generator, key_pad.options()));
+      padded_keys.push_back(key_pad.narrow(0, 0, longest - l.numel()));
     }
+    const auto batch = static_cast<int64_t>(labels.size());
+    const auto [positive, negative] =
+        drawOnDevice(at::cat(padded_labels).view({batch, longest}),
+                     at::cat(padded_keys).view({batch, longest}), options_.batch_size_per_image,
+                     max_pos);
+    for (size_t i = 0; i < labels.size(); ++i) {
+      const auto row = static_cast<int64_t>(i);
+      out.push_back({positive.select(0, row).narrow(0, 0, labels[i].numel()),
+                     negative.select(0, row).narrow(0, 0, labels[i].numel())});
+    }
+    return out;
+  }
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const at::Tensor& l = labels[i];
     std::optional<at::Generator> generator = generator_;
     if (!keys.empty()) generator = at::make_generator<at::CPUGeneratorImpl>(keys[i]);
     const at::Tensor positive = at::where(l >= 1)[0];

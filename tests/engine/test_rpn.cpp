@@ -425,6 +425,21 @@ class TestRpn : public QObject {
             torch::equal(a[1].positive, b[1].positive));
     QVERIFY(!torch::equal(a[0].negative, c[0].negative));
     QVERIFY(torch::equal(a[1].positive, c[1].positive));  // image 1's key is the same
+    // The batch is drawn at once, each image padded to the longest: an image draws the same
+    // elements alone, beside a longer or a shorter one, or beside an empty one.
+    const at::Tensor empty = torch::zeros({0}, l.few_pos.options());
+    const auto alone0 = s({l.few_pos}, {11}), alone1 = s({l.many_pos}, {12});
+    const auto mixed = s({l.many_pos, empty, l.few_pos}, {12, 5, 11});
+    QVERIFY(torch::equal(alone0[0].negative, a[0].negative) &&
+            torch::equal(alone0[0].positive, a[0].positive));
+    QVERIFY(torch::equal(alone1[0].negative, a[1].negative) &&
+            torch::equal(alone1[0].positive, a[1].positive));
+    QVERIFY(torch::equal(mixed[0].positive, a[1].positive) &&
+            torch::equal(mixed[0].negative, a[1].negative));
+    QVERIFY(torch::equal(mixed[2].positive, a[0].positive) &&
+            torch::equal(mixed[2].negative, a[0].negative));
+    QCOMPARE(mixed[1].positive.numel(), int64_t{0});
+    QCOMPARE(mixed[1].negative.numel(), int64_t{0});
     // Uniform: over 1000 keys each of the 490 positives is taken 128/490 of the time (binomial
     // spread 0.014: a bound of 0.07 is 5 spreads), each of the 1000 negatives 226/1000.
     at::Tensor taken_pos = torch::zeros({500}), taken_neg = torch::zeros({1100});
