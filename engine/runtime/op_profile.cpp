@@ -50,7 +50,8 @@ std::string stageOf(const std::string& name, const std::string& outer) {
 // (cudaLaunchKernel, cudaMemcpyAsync, cuLaunchKernel, cudaGraphLaunch, ...).
 bool isRuntimeCall(const std::string& name) {
   return name.compare(0, 4, "cuda") == 0 ||
-         (name.size() > 2 && name.compare(0, 2, "cu") == 0 && std::isupper(name[2]));
+         (name.size() > 2 && name.compare(0, 2, "cu") == 0 &&
+          std::isupper(static_cast<unsigned char>(name[2])) != 0);
 }
 
 bool isLaunch(const std::string& name) {
