@@ -45,15 +45,15 @@ at::Tensor FrozenBatchNorm2dImpl::forward(const at::Tensor& x) {
 
 std::pair<at::Tensor, at::Tensor> FrozenBatchNorm2dImpl::affine() {
   const std::array<const at::Tensor*, 4> buffers = {&weight, &bias, &running_mean, &running_var};
-  // Buffers made in inference mode have no version to watch: computed at each call.
+  // Buffers without a version to watch (made in inference mode): computed at each call.
   bool cacheable = true;
   for (const at::Tensor* t : buffers)
-    cacheable = cacheable && !t->is_inference();
+    cacheable = cacheable && t->unsafeGetTensorImpl()->version_counter().enabled();
+  // Outside inference mode, so that training may save them for the backward; no autograd
+  // (buffers need none).
+  c10::InferenceMode normal_tensors(false);
+  at::NoGradGuard no_grad;
   const auto compute = [this] {
-    // Outside inference mode, so that training may save them for the backward; no autograd
-    // (buffers need none).
-    c10::InferenceMode normal_tensors(false);
-    at::NoGradGuard no_grad;
     const at::Tensor s = scale();
     return std::make_pair(
         s, bias.reshape({1, -1, 1, 1}) - running_mean.reshape({1, -1, 1, 1}) * s);
@@ -66,7 +66,20 @@ std::pair<at::Tensor, at::Tensor> FrozenBatchNorm2dImpl::affine() {
               buffers[i]->_version() == affine_.versions[i];
   }
   if (!current) {
-    std::tie(affine_.scale, affine_.shift) = compute();
+    auto [s, b] = compute();
+    // Written into the tensors handed out before when they fit: a CUDA graph recorded with
+    // them reads them at their address on every replay (engine/runtime/graphed_callable.h,
+    // whose recording copies the buffers back, a new version, after its warm-up), and would
+    // read freed memory if they were replaced. Another shape, dtype or device (a move, which
+    // has recordings made again) gives new ones.
+    if (affine_.scale.defined() && affine_.scale.sizes() == s.sizes() &&
+        affine_.scale.options().type_equal(s.options()) && affine_.scale.device() == s.device()) {
+      affine_.scale.copy_(s);
+      affine_.shift.copy_(b);
+    } else {
+      affine_.scale = std::move(s);
+      affine_.shift = std::move(b);
+    }
     for (size_t i = 0; i < buffers.size(); ++i) {
       affine_.storages[i] = buffers[i]->storage();
       affine_.versions[i] = buffers[i]->_version();

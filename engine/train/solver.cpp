@@ -233,7 +233,10 @@ void Solver::loadStateDict(const model::StateDict& state, const std::string& pre
                          c10::str(p.sizes()) + " " + std::string(c10::toString(p.scalar_type())));
       continue;
     }
-    buffers[it->second] = t.to(p.device()).clone();
+    // In the parameter's layout (a checkpoint holds them contiguous; a channels-last weight's
+    // gradient is channels-last): the update's multi-tensor operations run fused on a GPU only
+    // over tensors of the same strides.
+    buffers[it->second] = at::empty_like(p).copy_(t);
   }
   if (!have_steps && problems.empty()) problems.push_back(prefix + "steps_taken: missing");
   if (!problems.empty()) {

@@ -456,8 +456,22 @@ class TestBackbone : public QObject {
     bn->to(at::kDouble);
     same("moved to float64");
 
-    // Computed first under inference mode, then used in training: the backward can use it.
     bn->to(at::kFloat);
+    // A recomputation writes into the tensors handed out before (a CUDA graph reads them at
+    // their address): a backward still to run on the old values fails loudly.
+    {
+      const at::Tensor leaf = x.clone().requires_grad_(true);
+      const at::Tensor y = bn->forward(leaf);
+      {
+        torch::NoGradGuard no_grad;
+        bn->running_var.uniform_(0.5, 2.0);
+      }
+      same("running_var changed between a forward and its backward");
+      QVERIFY_THROWS_EXCEPTION(c10::Error, y.sum().backward());
+    }
+
+    // Computed under inference mode, then used in training: the backward can use it.
+    bn->eps = 1e-4;
     {
       c10::InferenceMode inference;
       (void)bn->forward(x);

@@ -289,6 +289,18 @@ class TrainInfraTest : public QObject {
     QCOMPARE(other.stepsTaken(), uint64_t(1));
     QVERIFY(at::equal(other.stateDict("optimizer.")[0].second, state[0].second));
 
+    // A buffer read from a checkpoint (contiguous) takes its parameter's layout: a
+    // channels-last convolution weight's buffer is channels-last, as its gradient is (the
+    // update's multi-tensor operations run fused on a GPU only over tensors of one layout).
+    const at::Tensor conv = at::ones({4, 3, 2, 2}).contiguous(at::MemoryFormat::ChannelsLast);
+    train::NamedParameters conv_params = {{"c.weight", conv.set_requires_grad(true)}};
+    train::Solver conv_solver(conv_params, {});
+    conv_solver.loadStateDict({{"optimizer.momentum_buffer.c.weight", at::rand({4, 3, 2, 2})},
+                               {"optimizer.steps_taken", at::scalar_tensor(3, at::kLong)}},
+                              "optimizer.", "c.pt");
+    const at::Tensor loaded = conv_solver.stateDict("optimizer.")[0].second;
+    QVERIFY(loaded.is_contiguous(at::MemoryFormat::ChannelsLast) && !loaded.is_contiguous());
+
     model::StateDict foreign = state;
     foreign[0].first = "optimizer.momentum_buffer.b.weight";
     try {
