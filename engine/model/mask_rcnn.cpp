@@ -180,24 +180,14 @@ std::vector<Detections> MaskRCNNImpl::detect(const at::Tensor& images, const Ima
   TORCH_CHECK(!is_training(), "MaskRCNN::detect: the model is in training mode (call eval())");
   const at::Tensor x = inLayout(images);  // weights moved outside inference mode
   c10::InferenceMode inference_mode;      // no autograd bookkeeping at all
-  std::vector<at::Tensor> features;
-  RPNOutput proposals;
-  if (dense_runner_) {
-    std::vector<std::vector<at::Tensor>> lists;
-    {
-      RECORD_USER_SCOPE("mrcnn/dense");
-      lists = splitDense(dense_runner_(x));
-    }
-    features = lists[0];
-    const RPNHeadMaps head_maps{lists[1], lists[2]};
-    proposals = rpn_->forward(features, sizes, nullptr, &head_maps);
-  } else {
-    {
-      RECORD_USER_SCOPE("mrcnn/dense");
-      features = backbone_->forward(x);
-    }
-    proposals = rpn_->forward(features, sizes);
+  std::vector<std::vector<at::Tensor>> lists;
+  {
+    RECORD_USER_SCOPE("mrcnn/dense");
+    lists = splitDense(dense_runner_ ? dense_runner_(x) : denseStages(x));
   }
+  std::vector<at::Tensor> features = lists[0];
+  const RPNHeadMaps head_maps{lists[1], lists[2]};
+  RPNOutput proposals = rpn_->forward(features, sizes, nullptr, &head_maps);
   RoIHeadsOutput heads = roi_heads_->forward(features, proposals.boxes, sizes);
   if (trace) {
     trace->features = std::move(features);

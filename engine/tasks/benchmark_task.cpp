@@ -246,8 +246,9 @@ int benchmark(const TaskOptions& options, const BenchmarkOptions& bench,
           losses = net->losses(data.images, data.sizes, data.targets);
         }
         {
+          const at::Tensor scaled = scaler.scaleLoss(losses.total);
           RECORD_USER_SCOPE("mrcnn/backward");
-          scaler.scaleLoss(losses.total).backward();
+          scaled.backward();
         }
         if (parallel) parallel->averageGradients();
         // A real step at a learning rate too small to diverge.

@@ -147,8 +147,9 @@ void Trainer::runStep() {
                        engine::kExitFailed);
     }
     if (losses.total.defined()) {
+      const at::Tensor scaled = scaler_.scaleLoss(losses.total * share);
       RECORD_USER_SCOPE("mrcnn/backward");
-      scaler_.scaleLoss(losses.total * share).backward();
+      scaled.backward();
     }
     accumulate(sum, micro.report, share);
     images += micro.images;
