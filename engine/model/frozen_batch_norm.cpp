@@ -1,8 +1,8 @@
 #include "engine/model/frozen_batch_norm.h"
 
 #include <ATen/autocast_mode.h>
-#include <c10/core/InferenceMode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/InferenceMode.h>
 #include <torch/torch.h>
 
 #include <optional>

@@ -42,6 +42,54 @@ at::Generator keyedGenerator(const c10::Device& device, uint64_t key) {
   return g;
 }
 
+// The device draw of a batch (drawOnDevice) from per-image labels: the images side by side,
+// each padded to the longest with -1 (neither positive nor negative), one fill and one
+// concatenation for the labels and one for the keys; image i's keys from a generator seeded
+// with keys[i] when given, else `shared` when it is of the labels' device, else the device's.
+std::vector<SampledMasks> drawBatchOnDevice(const std::vector<at::Tensor>& labels,
+                                            const std::vector<uint64_t>& keys,
+                                            const std::optional<at::Generator>& shared,
+                                            int64_t batch_size, int64_t max_pos) {
+  std::vector<SampledMasks> out;
+  int64_t longest = 0;
+  for (const at::Tensor& l : labels)
+    longest = std::max(longest, l.numel());
+  const at::Device device = labels.front().device();
+  const at::Tensor pad = at::full({longest}, -1, labels.front().options());
+  const at::Tensor key_pad = at::zeros({longest}, pad.options().dtype(at::kFloat));  // unread
+  std::vector<at::Tensor> padded_labels, padded_keys;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const at::Tensor& l = labels[i];
+    TORCH_CHECK(l.dim() == 1 && l.device() == device && l.scalar_type() == pad.scalar_type(),
+                "BalancedPositiveNegativeSampler: image ", i, "'s labels are ", l.sizes(), " ",
+                l.scalar_type(), " on ", l.device(), "; image 0's ", pad.scalar_type(), " on ",
+                device, " (1-D, one dtype and device for the batch)");
+    padded_labels.push_back(l);
+    padded_labels.push_back(pad.narrow(0, 0, longest - l.numel()));
+    std::optional<at::Generator> generator;  // the device's default
+    if (!keys.empty()) {
+      generator = keyedGenerator(device, keys[i]);
+    } else if (shared && shared->device() == device) {
+      generator = shared;
+    }
+    // Each image's keys from its own generator, as many as it has elements: an image draws
+    // the same elements whatever the images beside it.
+    padded_keys.push_back(at::rand({l.numel()}, generator, key_pad.options()));
+    padded_keys.push_back(key_pad.narrow(0, 0, longest - l.numel()));
+  }
+  const auto batch = static_cast<int64_t>(labels.size());
+  const auto [positive, negative] =
+      drawOnDevice(at::cat(padded_labels).view({batch, longest}),
+                   at::cat(padded_keys).view({batch, longest}), batch_size,
+                   max_pos);
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const auto row = static_cast<int64_t>(i);
+    out.push_back({positive.select(0, row).narrow(0, 0, labels[i].numel()),
+                   negative.select(0, row).narrow(0, 0, labels[i].numel())});
+  }
+  return out;
+}
+
 }  // namespace
 
 BalancedPositiveNegativeSampler::BalancedPositiveNegativeSampler(
@@ -68,47 +116,8 @@ std::vector<SampledMasks> BalancedPositiveNegativeSampler::operator()(
   const bool on_device = options_.draw_on_device ||
                          std::any_of(labels.begin(), labels.end(),
                                      [](const at::Tensor& l) { return l.is_cuda(); });
-  if (on_device && !labels.empty()) {
-    // The images side by side, each padded to the longest with -1 (neither positive nor
-    // negative): one fill and one concatenation for the labels, one for the keys.
-    int64_t longest = 0;
-    for (const at::Tensor& l : labels)
-      longest = std::max(longest, l.numel());
-    const at::Device device = labels.front().device();
-    const at::Tensor pad = at::full({longest}, -1, labels.front().options());
-    const at::Tensor key_pad = at::zeros({longest}, pad.options().dtype(at::kFloat));  // unread
-    std::vector<at::Tensor> padded_labels, padded_keys;
-    for (size_t i = 0; i < labels.size(); ++i) {
-      const at::Tensor& l = labels[i];
-      TORCH_CHECK(l.dim() == 1 && l.device() == device && l.scalar_type() == pad.scalar_type(),
-                  "BalancedPositiveNegativeSampler: image ", i, "'s labels are ", l.sizes(), " ",
-                  l.scalar_type(), " on ", l.device(), "; image 0's ", pad.scalar_type(), " on ",
-                  device, " (1-D, one dtype and device for the batch)");
-      padded_labels.push_back(l);
-      padded_labels.push_back(pad.narrow(0, 0, longest - l.numel()));
-      std::optional<at::Generator> generator;  // the device's default
-      if (!keys.empty()) {
-        generator = keyedGenerator(device, keys[i]);
-      } else if (generator_ && generator_->device() == device) {
-        generator = generator_;
-      }
-      // Each image's keys from its own generator, as many as it has elements: an image draws
-      // the same elements whatever the images beside it.
-      padded_keys.push_back(at::rand({l.numel()}, generator, key_pad.options()));
-      padded_keys.push_back(key_pad.narrow(0, 0, longest - l.numel()));
-    }
-    const auto batch = static_cast<int64_t>(labels.size());
-    const auto [positive, negative] =
-        drawOnDevice(at::cat(padded_labels).view({batch, longest}),
-                     at::cat(padded_keys).view({batch, longest}), options_.batch_size_per_image,
-                     max_pos);
-    for (size_t i = 0; i < labels.size(); ++i) {
-      const auto row = static_cast<int64_t>(i);
-      out.push_back({positive.select(0, row).narrow(0, 0, labels[i].numel()),
-                     negative.select(0, row).narrow(0, 0, labels[i].numel())});
-    }
-    return out;
-  }
+  if (on_device && !labels.empty())
+    return drawBatchOnDevice(labels, keys, generator_, options_.batch_size_per_image, max_pos);
   for (size_t i = 0; i < labels.size(); ++i) {
     const at::Tensor& l = labels[i];
     std::optional<at::Generator> generator = generator_;
