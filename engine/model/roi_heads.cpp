@@ -141,12 +141,15 @@ std::vector<at::Tensor> RoIHeadsImpl::poolingMaps(const std::vector<at::Tensor>&
               " feature maps (levels ", options_.min_level, "..", options_.max_level, "), got ",
               features.size());
   const auto pooled = static_cast<size_t>(std::min(options_.max_level, 5) - options_.min_level + 1);
-  // RoIAlign reads NCHW: maps in another layout (channels-last) are converted once here, not
-  // once per pooling (boxes, then masks).
+  // RoIAlign reads NCHW and channels-last maps where they are, all in one layout: the first
+  // map's (the others are converted once here, not once per pooling, boxes then masks, where
+  // they differ). Channels-last maps give channels-last pooled features, which the heads'
+  // convolutions read without a transpose.
+  const at::MemoryFormat layout = features[0].suggest_memory_format();
   std::vector<at::Tensor> maps;
   maps.reserve(pooled);
   for (size_t l = 0; l < pooled; ++l)
-    maps.push_back(features[l].contiguous());
+    maps.push_back(features[l].contiguous(layout));
   return maps;
 }
 

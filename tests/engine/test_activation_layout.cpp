@@ -5,8 +5,11 @@
 #include <ATen/ATen.h>
 #include <torch/torch.h>  // before Qt: its "slots" macro breaks LibTorch's headers
 
+#include <ATen/record_function.h>
 #include <QtTest>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/model/activation_layout.h"
@@ -32,6 +35,32 @@ bool allIn(const std::vector<at::Tensor>& ts, at::MemoryFormat format) {
     if (!t.is_contiguous(format)) return false;
   return true;
 }
+
+// The feature maps of every mrcnn::multilevel_roi_align call while one is alive, as the
+// operator received them (a transpose before it would show as maps in the other layout).
+struct RoiAlignInputs {
+  static inline std::vector<std::vector<at::Tensor>> calls;
+
+  RoiAlignInputs() {
+    calls.clear();
+    handle_ = at::addThreadLocalCallback(
+        at::RecordFunctionCallback(&RoiAlignInputs::onStart).needsInputs(true));
+  }
+  ~RoiAlignInputs() { at::removeCallback(handle_); }
+  RoiAlignInputs(const RoiAlignInputs&) = delete;
+  RoiAlignInputs& operator=(const RoiAlignInputs&) = delete;
+
+  static std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn) {
+    const auto inputs = fn.inputs();
+    if (std::string(fn.name()) == "mrcnn::multilevel_roi_align" && !inputs.empty() &&
+        inputs[0].isTensorList())
+      calls.push_back(inputs[0].toTensorVector());
+    return nullptr;
+  }
+
+ private:
+  at::CallbackHandle handle_;
+};
 
 }  // namespace
 
@@ -134,6 +163,34 @@ class TestActivationLayout : public QObject {
           worst_name.c_str());
     QVERIFY(with_grad > 20);
     QVERIFY2(worst < 5e-3, worst_name.c_str());
+  }
+
+  // RoIAlign (boxes, then masks) reads the feature maps in the model's layout, where the
+  // FPN left them: channels-last maps are not made NCHW first, in inference or in training.
+  void roiAlignReadsTheMapsInTheModelsLayout() {
+    for (const auto& [layout, format] :
+         {std::pair{model::ActivationLayout::Nhwc, at::MemoryFormat::ChannelsLast},
+          std::pair{model::ActivationLayout::Nchw, at::MemoryFormat::Contiguous}}) {
+      model::MaskRCNN m = makeModel(layout, 11);
+      at::manual_seed(5);
+      const at::Tensor images = at::randn({2, 3, kHeight, kWidth});
+      for (const bool training : {false, true}) {
+        m->train(training);
+        RoiAlignInputs seen;
+        if (training) {
+          (void)m->losses(images, sizesOf(2), targetsOf(2));
+        } else {
+          torch::NoGradGuard no_grad;
+          (void)m->detect(images, sizesOf(2));
+        }
+        // The box head's and the mask head's (each may be seen at more than one dispatch).
+        QVERIFY(RoiAlignInputs::calls.size() >= 2);
+        for (const std::vector<at::Tensor>& maps : RoiAlignInputs::calls) {
+          QCOMPARE(maps.size(), size_t{4});
+          QVERIFY2(allIn(maps, format), training ? "training" : "inference");
+        }
+      }
+    }
   }
 
   // Weights loaded in NCHW (as every checkpoint is read) move to channels-last at the first

@@ -305,12 +305,18 @@ class TestMaskRCNN : public QObject {
   }
 
   // Evaluation batches images too: evaluated against torchvision's own detections of four
-  // photos of four padded sizes (pipeline_parity.py's truth.json), AP is 1 with batches of 1
-  // and of 2 (batches that mixed sizes gave 0.343 before the validator grouped them).
+  // photos of four padded sizes (pipeline_parity.py's truth.json), batches of 1 and of 2 give
+  // the same metrics, every one, and a bbox AP of about 1 (batches that mixed sizes gave 0.343
+  // before the validator grouped them). Not exactly 1: the evaluation's detections are
+  // torchvision's to float rounding, and the random model's 100 detections an image hold
+  // near-ties (at its 100-detection cut and between near-duplicate boxes of a class) that the
+  // rounding of one CPU can order otherwise: 0.9976 at both batch sizes on an AMD EPYC with
+  // AVX-512 (2026-12-01), 1 on the CPUs before it.
   void evaluationDoesNotDependOnTheBatch() {
     if (python_.isEmpty()) QSKIP("MRCNN_PYTHON is not set: no torchvision to compare with");
     if (!pipelineReady()) return;
     const QTemporaryDir& dir = *pipeline_;
+    QJsonObject first;
     for (const char* batch : {"1", "2"}) {
       const QString run = dir.filePath(QString("evaluate-batch-") + batch);
       QProcess engine;
@@ -330,8 +336,17 @@ class TestMaskRCNN : public QObject {
       const QJsonObject json = QJsonDocument::fromJson(metrics.readAll()).object();
       const QJsonArray stats = json["bbox"].toObject()["stats"].toArray();
       // The ground truth is torchvision's own confident detections: AP 1 when ours are they.
-      QVERIFY2(stats.size() == 12 && stats[0].toDouble() == 1.0,
+      QVERIFY2(stats.size() == 12 && stats[0].toDouble() >= 0.99,
                qPrintable(QString("batch %1: bbox AP %2").arg(batch).arg(stats[0].toDouble())));
+      if (first.isEmpty()) {
+        first = json;
+      } else {
+        for (const char* kind : {"bbox", "segm"}) {
+          QVERIFY2(json[kind].toObject()["stats"] == first[kind].toObject()["stats"],
+                   qPrintable(QString("%1 metrics differ between batches of 1 and %2")
+                                  .arg(kind, batch)));
+        }
+      }
     }
   }
 

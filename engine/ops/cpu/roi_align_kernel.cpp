@@ -116,6 +116,38 @@ void pool_roi(const RoiAlignCall<T>& a, int64_t n, const RoiGeometry<T>& g,
   }
 }
 
+// One sampling point's bilinear sum over a pixel's channels, added to a bin's channels:
+// out[k] += w1 * v1[k] + w2 * v2[k] + w3 * v3[k] + w4 * v4[k], then, after the bin's last
+// point, out[k] /= count. The channels are contiguous on both sides, so these loops run in
+// vector registers: compiled for AVX-512, AVX2 and the baseline, the one for this CPU chosen
+// when the library loads. Each lane computes what the NCHW loop computes for its channel, in
+// the same order and without fused multiply-adds (this file is compiled with
+// -ffp-contract=off), so both layouts still give the same bits.
+#define MRCNN_ROI_ALIGN_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+MRCNN_ROI_ALIGN_CLONES void add_point(int64_t channels, float w1, const float* __restrict v1,
+                                      float w2, const float* __restrict v2, float w3,
+                                      const float* __restrict v3, float w4,
+                                      const float* __restrict v4, float* __restrict out) {
+  for (int64_t k = 0; k < channels; ++k)
+    out[k] += w1 * v1[k] + w2 * v2[k] + w3 * v3[k] + w4 * v4[k];
+}
+MRCNN_ROI_ALIGN_CLONES void add_point(int64_t channels, double w1, const double* __restrict v1,
+                                      double w2, const double* __restrict v2, double w3,
+                                      const double* __restrict v3, double w4,
+                                      const double* __restrict v4, double* __restrict out) {
+  for (int64_t k = 0; k < channels; ++k)
+    out[k] += w1 * v1[k] + w2 * v2[k] + w3 * v3[k] + w4 * v4[k];
+}
+MRCNN_ROI_ALIGN_CLONES void divide(int64_t channels, float count, float* __restrict out) {
+  for (int64_t k = 0; k < channels; ++k)
+    out[k] = out[k] / count;
+}
+MRCNN_ROI_ALIGN_CLONES void divide(int64_t channels, double count, double* __restrict out) {
+  for (int64_t k = 0; k < channels; ++k)
+    out[k] = out[k] / count;
+}
+#undef MRCNN_ROI_ALIGN_CLONES
+
 // The same sums over channels-last features, into a channels-last output row (zeroed by the
 // caller): per bin, the sampling points outside, the channels inside (contiguous on both
 // sides).
@@ -130,15 +162,10 @@ void pool_roi_nhwc(const RoiAlignCall<T>& a, int64_t n, const RoiGeometry<T>& g,
   for (int64_t bin = 0; bin < bins; ++bin) {
     T* out = output + (n * bins + bin) * channels;
     for (int s = 0; s < samples; ++s, ++p) {
-      const T* v1 = in + p->pos1 * channels;
-      const T* v2 = in + p->pos2 * channels;
-      const T* v3 = in + p->pos3 * channels;
-      const T* v4 = in + p->pos4 * channels;
-      for (int64_t k = 0; k < channels; ++k)
-        out[k] += p->w1 * v1[k] + p->w2 * v2[k] + p->w3 * v3[k] + p->w4 * v4[k];
+      add_point(channels, p->w1, in + p->pos1 * channels, p->w2, in + p->pos2 * channels, p->w3,
+                in + p->pos3 * channels, p->w4, in + p->pos4 * channels, out);
     }
-    for (int64_t k = 0; k < channels; ++k)
-      out[k] = out[k] / count;
+    divide(channels, count, out);
   }
 }
 
