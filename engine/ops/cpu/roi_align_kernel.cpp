@@ -123,29 +123,32 @@ void pool_roi(const RoiAlignCall<T>& a, int64_t n, const RoiGeometry<T>& g,
 // when the library loads. Each lane computes what the NCHW loop computes for its channel, in
 // the same order and without fused multiply-adds (this file is compiled with
 // -ffp-contract=off), so both layouts still give the same bits.
-#define MRCNN_ROI_ALIGN_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-MRCNN_ROI_ALIGN_CLONES void add_point(int64_t channels, float w1, const float* __restrict v1,
-                                      float w2, const float* __restrict v2, float w3,
-                                      const float* __restrict v3, float w4,
-                                      const float* __restrict v4, float* __restrict out) {
+// The loops, inlined into each dtype's clones below (each clone vectorises its own copy).
+template <typename T>
+[[gnu::always_inline]] inline void add_point_loop(int64_t channels, T w1, const T* __restrict v1,
+                                                  T w2, const T* __restrict v2, T w3,
+                                                  const T* __restrict v3, T w4,
+                                                  const T* __restrict v4, T* __restrict out) {
   for (int64_t k = 0; k < channels; ++k)
     out[k] += w1 * v1[k] + w2 * v2[k] + w3 * v3[k] + w4 * v4[k];
 }
-MRCNN_ROI_ALIGN_CLONES void add_point(int64_t channels, double w1, const double* __restrict v1,
-                                      double w2, const double* __restrict v2, double w3,
-                                      const double* __restrict v3, double w4,
-                                      const double* __restrict v4, double* __restrict out) {
-  for (int64_t k = 0; k < channels; ++k)
-    out[k] += w1 * v1[k] + w2 * v2[k] + w3 * v3[k] + w4 * v4[k];
-}
-MRCNN_ROI_ALIGN_CLONES void divide(int64_t channels, float count, float* __restrict out) {
+template <typename T>
+[[gnu::always_inline]] inline void divide_loop(int64_t channels, T count, T* __restrict out) {
   for (int64_t k = 0; k < channels; ++k)
     out[k] = out[k] / count;
 }
-MRCNN_ROI_ALIGN_CLONES void divide(int64_t channels, double count, double* __restrict out) {
-  for (int64_t k = 0; k < channels; ++k)
-    out[k] = out[k] / count;
-}
+#define MRCNN_ROI_ALIGN_CLONES(T)                                                              \
+  __attribute__((target_clones("avx512f", "avx2", "default"))) void add_point(                 \
+      int64_t channels, T w1, const T* v1, T w2, const T* v2, T w3, const T* v3, T w4,        \
+      const T* v4, T* out) {                                                                   \
+    add_point_loop(channels, w1, v1, w2, v2, w3, v3, w4, v4, out);                             \
+  }                                                                                            \
+  __attribute__((target_clones("avx512f", "avx2", "default"))) void divide(int64_t channels,   \
+                                                                           T count, T* out) {  \
+    divide_loop(channels, count, out);                                                         \
+  }
+MRCNN_ROI_ALIGN_CLONES(float)
+MRCNN_ROI_ALIGN_CLONES(double)
 #undef MRCNN_ROI_ALIGN_CLONES
 
 // The same sums over channels-last features, into a channels-last output row (zeroed by the
