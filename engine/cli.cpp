@@ -43,7 +43,7 @@ constexpr const char* kModelTaskUsage =
     "                    [--opset 16|17] [--gen-ds-config] [--images FILE_OR_DIR]\n"
     "                    [--data_type fp32|int8] [--cal_image_dir DIR] [--batches N]\n"
     "                    [--cal_cache_file FILE] [--cal_range auto|percentile|minmax]\n"
-    "                    [--cal_percentile P]\n"
+    "                    [--cal_percentile P] [--bias_correction on|off]\n"
     "                    (model.onnx, model.pth, labels.txt, export_report.json into a new\n"
     "                    folder, default RUN_DIR/export/<checkpoint>; parity checked with\n"
     "                    OpenVINO on --images or the spec's validation images; int8 adds\n"
@@ -165,7 +165,7 @@ std::optional<ExportOptions> exportOptions(const std::map<std::string, std::stri
   }
   const bool int8 = ex.data_type == "int8";
   for (const char* key : {"--cal_image_dir", "--batches", "--cal_cache_file", "--cal_range",
-                          "--cal_percentile"}) {
+                          "--cal_percentile", "--bias_correction"}) {
     if (has(key) && !int8) {
       err << "mrcnn-engine: " << key << " calibrates an int8 export: give --data_type int8\n";
       return std::nullopt;
@@ -188,6 +188,13 @@ std::optional<ExportOptions> exportOptions(const std::map<std::string, std::stri
       err << "mrcnn-engine: --cal_range " << ex.cal_range << ": use auto, percentile or minmax\n";
       return std::nullopt;
     }
+  }
+  if (has("--bias_correction")) {
+    if (get("--bias_correction") != "on" && get("--bias_correction") != "off") {
+      err << "mrcnn-engine: --bias_correction " << get("--bias_correction") << ": use on or off\n";
+      return std::nullopt;
+    }
+    ex.bias_correction = get("--bias_correction") == "on";
   }
   if (has("--cal_percentile")) {
     try {

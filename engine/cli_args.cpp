@@ -18,8 +18,8 @@ const std::set<std::string> kValueOptions = {
     "--excluded-layers", "--format", "--input", "--split", "--seed", "--labels",
     "--score-threshold", "--top", "--out-annotations", "--folds", "--fold-steps",
     "--data_type", "--cal_image_dir", "--batches", "--cal_cache_file", "--cal_range",
-    "--cal_percentile", "--tile", "--tile-overlap", "--tile-merge", "--tile-match-threshold",
-    "--streams", "--count-syncs"};
+    "--cal_percentile", "--bias_correction", "--tile", "--tile-overlap", "--tile-merge",
+    "--tile-match-threshold", "--streams", "--count-syncs"};
 // Options without a value.
 const std::set<std::string> kFlags = {"--gen-ds-config", "--profile", "--copy-images",
                                       "--tile-full", "--no-overlays"};

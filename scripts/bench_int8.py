@@ -14,7 +14,8 @@ scripts/python-requirements-nncf.txt) quantises the OpenVINO model read from the
 model.onnx on the same images (nncf.quantize, default preset, subset_size = --cal) and saves
 it as OpenVINO IR. Each model is evaluated by the engine on the 50 validation images
 (--task evaluate --backend openvino --onnx FILE: COCO bbox and segm AP) and timed with
-OpenVINO's Python API. With --tiles DIR the trained model is bench_tiling.py's instead
+OpenVINO's Python API, whose outputs give the share of OpenVINO f32's detections each model
+keeps (same category, box IoU >= 0.9). With --tiles DIR the trained model is bench_tiling.py's instead
 (scripts/bench_specs/tiles_resnet18.txt, --checkpoint its checkpoint) and the validation
 images its 100 crops of 128 x 128 under DIR/crops.
 
@@ -177,18 +178,21 @@ def shapes_part(engine, args):
     timings = timed_together({name: openvino_runner(model, "bf16" in name)[0]
                               for name, model, _ in models}, paths, 1, args.iters)
     rows, base = [], None
+    reference = timings["OpenVINO f32"][1]
     for (name, _, _), (bbox, segm) in zip(models, aps):
-        ms = timings[name][0]
+        ms, last = timings[name]
         base = base or (bbox, segm, ms)
-        rows.append("| %s | %.3f | %+.3f | %.3f | %+.3f | %.1f | %.2fx |" % (
-            name, bbox, bbox - base[0], segm, segm - base[1], ms, base[2] / ms))
+        kept, _ = agreement(last, reference)
+        rows.append("| %s | %.3f | %+.3f | %.3f | %+.3f | %.2f | %.1f | %.2fx |" % (
+            name, bbox, bbox - base[0], segm, segm - base[1], kept, ms, base[2] / ms))
     layers = report["int8"]["layers"]
     quantised = sum(1 for layer in layers if layer["quantised"])
     header = ((described % os.path.basename(checkpoint)) % len(paths) +
               ", calibration on the first %d; %d of %d layers int8 (ours)." % (
                   len(cal), quantised, len(layers)))
-    table = ["| model | bbox AP | vs f32 | segm AP | vs f32 | ms / image | speed vs f32 |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"] + rows
+    table = ["| model | bbox AP | vs f32 | segm AP | vs f32 | f32 detections kept | ms / image "
+             "| speed vs f32 |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"] + rows
     return header, table
 
 

@@ -29,6 +29,43 @@ double edgeAt(const at::Tensor& counts, double lo, double hi, double share) {
   return lo + width * static_cast<double>(std::min(bin + 1, kBins));
 }
 
+// The cache's "input_means": per layer its outputs counted, the shape and as many finite values.
+InputMeans readInputMeans(simdjson::dom::object means, const std::string& where) {
+  InputMeans out;
+  for (const auto field : means) {
+    const std::string name(field.key);
+    const auto bad = [&](const std::string& what) {
+      return CalibrationCacheError(where + "input_means \"" + name + "\": " + what);
+    };
+    InputMean m;
+    simdjson::dom::array shape, values;
+    if (field.value["positions"].get(m.positions) != simdjson::SUCCESS || m.positions <= 0)
+      throw bad("\"positions\" missing or not a whole number above 0");
+    if (field.value["shape"].get(shape) != simdjson::SUCCESS ||
+        field.value["values"].get(values) != simdjson::SUCCESS) {
+      throw bad("\"shape\" or \"values\" missing or not a list");
+    }
+    int64_t count = 1;
+    for (const auto d : shape) {
+      int64_t v = 0;
+      if (d.get(v) != simdjson::SUCCESS || v <= 0) throw bad("\"shape\" holds a size below 1");
+      m.shape.push_back(v);
+      count *= v;
+    }
+    for (const auto v : values) {
+      double x = 0;
+      if (v.get(x) != simdjson::SUCCESS || !std::isfinite(x)) throw bad("a value is not a number");
+      m.values.push_back(x);
+    }
+    if (m.shape.empty() || static_cast<int64_t>(m.values.size()) != count) {
+      throw bad(std::to_string(m.values.size()) + " values for the shape's " +
+                std::to_string(count));
+    }
+    out[name] = std::move(m);
+  }
+  return out;
+}
+
 }  // namespace
 
 void RangeCollector::add(const std::string& value, const at::Tensor& tensor) {
@@ -101,13 +138,28 @@ void writeCalibrationCache(const std::filesystem::path& file, const CalibrationC
       j.endObject();
     }
     j.key("activations").beginObject();
-    for (const auto& [name, r] : cache.ranges) {
+    for (const auto& [name, r] : cache.measured.ranges) {
       j.key(name).beginObject();
       j.key("min").value(r.min);
       j.key("max").value(r.max);
       j.key("low").value(r.low);
       j.key("high").value(r.high);
       j.key("images").value(r.images);
+      j.endObject();
+    }
+    j.endObject();
+    j.key("input_means").beginObject();
+    for (const auto& [weight, m] : cache.measured.input_means) {
+      j.key(weight).beginObject();
+      j.key("positions").value(m.positions);
+      j.key("shape").beginArray();
+      for (int64_t d : m.shape)
+        j.value(d);
+      j.endArray();
+      j.key("values").beginArray();
+      for (double v : m.values)
+        j.value(v);
+      j.endArray();
       j.endObject();
     }
     j.endObject();
@@ -185,8 +237,10 @@ CalibrationCache readCalibrationCache(const std::filesystem::path& file) {
       throw CalibrationCacheError(where + "activations \"" + name +
                                   "\": not a measured range (images, min <= max)");
     }
-    cache.ranges[name] = r;
+    cache.measured.ranges[name] = r;
   }
+  if (simdjson::dom::object means; doc["input_means"].get(means) == simdjson::SUCCESS)
+    cache.measured.input_means = readInputMeans(means, where);
   return cache;
 }
 

@@ -1,5 +1,6 @@
 // int8 calibration: the ranges of the activations the quantised layers read
-// (quantize_qdq.h), measured over calibration images, and the cache file that keeps them.
+// (quantize_qdq.h), measured over calibration images, and the cache file that keeps them with
+// the layers' input means for the bias correction (bias_correction.h).
 //
 // Per image and activation: its minimum and maximum, and the values at the percentile's two
 // ends from a histogram of 2048 bins over [min, max]. Over the images: the extremes of the
@@ -48,7 +49,8 @@ struct CalibrationCache {
   std::string spec, weights;  // where the model came from, for the refusal's message
   double percentile = 99.99;
   int64_t images = 0;
-  ActivationRanges ranges;
+  // The ranges, and the input means (empty in a cache written before the bias correction).
+  Calibration measured;
   // Kept with the ranges so that a reused cache builds the same model; absent in a cache
   // written before the export timed them.
   std::optional<LayerTiming> fully_connected;

@@ -9,6 +9,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "engine/export/bias_correction.h"
 #include "engine/export/onnx_graph.h"
 
 namespace mrcnn::exporter {
@@ -137,10 +138,89 @@ std::vector<std::string> floatReasons(const std::vector<QuantCandidate>& candida
   return out;
 }
 
+// Weights symmetric per output channel (`axis`): int8 values within +-levels and the scales.
+struct QuantizedWeights {
+  at::Tensor values, scales;
+  at::Tensor dequantised;  // what a runtime computes with
+};
+
+QuantizedWeights quantizeWeights(const at::Tensor& weights, int64_t axis, double levels) {
+  std::vector<int64_t> others;
+  for (int64_t d = 0; d < weights.dim(); ++d)
+    if (d != axis) others.push_back(d);
+  const at::Tensor extent = weights.abs().amax(others);
+  QuantizedWeights q;
+  q.scales = at::where(extent > 0, extent / levels, at::ones_like(extent)).to(at::kFloat);
+  std::vector<int64_t> view(static_cast<size_t>(weights.dim()), 1);
+  view[static_cast<size_t>(axis)] = -1;
+  q.values = at::round(weights / q.scales.view(view)).clamp(-127, 127).to(at::kChar);
+  q.dequantised = q.values.to(at::kFloat) * q.scales.view(view);
+  return q;
+}
+
 std::string number(double v) {
   char text[32];
   std::snprintf(text, sizeof text, "%.4g", v);
   return text;
+}
+
+// The shift of a quantised layer's bias (bias_correction.h), or an undefined tensor where it
+// keeps its bias; the decision says which and why.
+at::Tensor biasCorrection(const onnx::NodeProto& node, const at::Tensor& weights,
+                          const at::Tensor& dequantised, const Layers& layers,
+                          const InputMeans& means, LayerDecision& d) {
+  const auto found = means.find(d.weight);
+  std::string missing;
+  const std::string bias = node.input_size() > 2 ? node.input(2) : "";
+  const LayerWindows windows = layerWindows(node, weights.sizes().vec());
+  if (found == means.end()) {
+    missing = "the calibration has no input means for it (a cache made before bias correction)";
+  } else if (!windows.describable) {
+    missing = "its windows are not given as explicit pads";
+  } else if (!bias.empty() && !layers.initializers.count(bias)) {
+    missing = "its bias is computed, not a weight";
+  }
+  if (!missing.empty()) {
+    d.why += "; bias kept as it is: " + missing;
+    return {};
+  }
+  const at::Tensor shift = biasShift(windows, weights - dequantised, found->second);
+  d.bias_corrected = true;
+  d.bias_shift_mean = shift.abs().mean().item<double>();
+  d.bias_shift_max = shift.abs().max().item<double>();
+  d.why += "; bias corrected by its int8 weights' mean error on the calibration images (shift " +
+           number(d.bias_shift_mean) + " on average, " + number(d.bias_shift_max) + " at most)";
+  return shift;
+}
+
+// The node reads its bias plus `shift`: a new initializer made once per bias and layer (a
+// layer without a bias gets one). Returns the bias it no longer reads, or "".
+std::string correctBias(onnx::NodeProto& node, const at::Tensor& shift, const Layers& layers,
+                        std::vector<onnx::TensorProto>& added,
+                        std::map<std::string, std::string>& corrected) {
+  const std::string weight = node.input(1);
+  const std::string bias = node.input_size() > 2 ? node.input(2) : "";
+  const std::string key = bias + "|" + weight;
+  if (!corrected.count(key)) {
+    at::Tensor base = at::zeros({shift.size(0)}, at::kDouble);
+    if (!bias.empty()) base = floatTensor(*layers.initializers.at(bias)).to(at::kDouble).reshape({-1});
+    if (base.numel() != shift.numel()) {
+      throw std::invalid_argument("int8: the bias " + bias + " of " + weight + " has " +
+                                  std::to_string(base.numel()) + " values for " +
+                                  std::to_string(shift.numel()) + " output channels");
+    }
+    onnx::TensorProto t;
+    setTensor(t, (bias.empty() ? weight + "/bias" : bias) + "/corrected",
+              (base + shift).to(at::kFloat), onnx::TensorProto_DataType_FLOAT);
+    corrected[key] = t.name();
+    added.push_back(std::move(t));
+  }
+  if (bias.empty()) {
+    node.add_input(corrected.at(key));
+  } else {
+    node.set_input(2, corrected.at(key));
+  }
+  return bias;
 }
 
 }  // namespace
@@ -201,8 +281,9 @@ ActivationQuant activationQuant(const ActivationRange& range, RangeChoice choice
   return q;
 }
 
-Int8Model quantizeQdq(const std::string& model_bytes, const ActivationRanges& ranges,
+Int8Model quantizeQdq(const std::string& model_bytes, const Calibration& calibration,
                       const Int8Policy& policy) {
+  const ActivationRanges& ranges = calibration.ranges;
   onnx::ModelProto proto = parse(model_bytes);
   onnx::GraphProto& graph = *proto.mutable_graph();
   const Layers layers = layersOf(graph);
@@ -238,6 +319,12 @@ Int8Model quantizeQdq(const std::string& model_bytes, const ActivationRanges& ra
   // The new node list: Q/DQ of an activation and DQ of weights written before their first
   // quantised consumer, which then reads the dequantised values.
   std::map<std::string, std::string> dequantised;  // activation or weight -> its DQ output
+  std::map<std::string, at::Tensor> shifts;        // weight -> its bias correction
+  std::map<std::string, std::string> corrected;    // bias|weight -> the corrected bias
+  std::set<std::string> replaced_biases;
+  std::map<std::string, size_t> decision_of;
+  for (size_t i = 0; i < out.layers.size(); ++i)
+    decision_of[out.layers[i].weight] = i;
   google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
   std::vector<onnx::TensorProto> added;
   for (const onnx::NodeProto& original : graph.node()) {
@@ -265,22 +352,15 @@ Int8Model quantizeQdq(const std::string& model_bytes, const ActivationRanges& ra
       if (!dequantised.count(w)) {
         const int64_t axis = channelAxis(node);
         const at::Tensor weights = floatTensor(*layers.initializers.at(w));
-        std::vector<int64_t> others;
-        for (int64_t d = 0; d < weights.dim(); ++d)
-          if (d != axis) others.push_back(d);
         const double levels =
             policy.seven_bit_signed && !activationQuant(ranges.at(x), policy.range).is_unsigned
                 ? 63.0
                 : 127.0;
-        const at::Tensor extent = weights.abs().amax(others);
-        const at::Tensor scales = at::where(extent > 0, extent / levels, at::ones_like(extent));
-        std::vector<int64_t> view(static_cast<size_t>(weights.dim()), 1);
-        view[static_cast<size_t>(axis)] = -1;
-        const at::Tensor q = at::round(weights / scales.view(view)).clamp(-127, 127).to(at::kChar);
+        const QuantizedWeights q = quantizeWeights(weights, axis, levels);
         onnx::TensorProto qw, scale, zero;
-        setTensor(qw, w + "/int8", q, onnx::TensorProto_DataType_INT8);
-        setTensor(scale, w + "/scale", scales.to(at::kFloat), onnx::TensorProto_DataType_FLOAT);
-        setTensor(zero, w + "/zero", at::zeros({scales.size(0)}, at::kChar),
+        setTensor(qw, w + "/int8", q.values, onnx::TensorProto_DataType_INT8);
+        setTensor(scale, w + "/scale", q.scales, onnx::TensorProto_DataType_FLOAT);
+        setTensor(zero, w + "/zero", at::zeros({q.scales.size(0)}, at::kChar),
                   onnx::TensorProto_DataType_INT8);
         added.push_back(qw);
         added.push_back(scale);
@@ -288,6 +368,14 @@ Int8Model quantizeQdq(const std::string& model_bytes, const ActivationRanges& ra
         *nodes.Add() = makeNode("DequantizeLinear", w + "/DequantizeLinear",
                                 {qw.name(), scale.name(), zero.name()}, w + "/dequantized", axis);
         dequantised[w] = w + "/dequantized";
+        if (policy.bias_correction) {
+          shifts[w] = biasCorrection(node, weights, q.dequantised, layers,
+                                     calibration.input_means, out.layers[decision_of.at(w)]);
+        }
+      }
+      if (const auto shift = shifts.find(w); shift != shifts.end() && shift->second.defined()) {
+        const std::string replaced = correctBias(node, shift->second, layers, added, corrected);
+        if (!replaced.empty()) replaced_biases.insert(replaced);
       }
       node.set_input(0, dequantised.at(x));
       node.set_input(1, dequantised.at(w));
@@ -296,10 +384,16 @@ Int8Model quantizeQdq(const std::string& model_bytes, const ActivationRanges& ra
   }
   graph.mutable_node()->Swap(&nodes);
 
-  // The float weights that were quantised are gone; the rest stay.
+  // The float weights that were quantised are gone, and the biases no node reads any more
+  // (corrected); the rest stay.
+  std::set<std::string> read;
+  for (const auto& node : graph.node())
+    read.insert(node.input().begin(), node.input().end());
   google::protobuf::RepeatedPtrField<onnx::TensorProto> initializers;
-  for (const auto& t : graph.initializer())
-    if (!quantised_weights.count(t.name())) *initializers.Add() = t;
+  for (const auto& t : graph.initializer()) {
+    const bool unread_bias = replaced_biases.count(t.name()) && !read.count(t.name());
+    if (!quantised_weights.count(t.name()) && !unread_bias) *initializers.Add() = t;
+  }
   for (auto& t : added)
     *initializers.Add() = std::move(t);
   graph.mutable_initializer()->Swap(&initializers);

@@ -29,6 +29,22 @@ struct ActivationRange {
 };
 using ActivationRanges = std::map<std::string, ActivationRange>;
 
+// One layer's input means for its bias correction (engine/export/bias_correction.h), by its
+// weights' name: shape [inputs, kernel rows, kernel cols] (convolutions) or [inputs] (fully
+// connected), the values row-major, and the number of outputs they were averaged over.
+struct InputMean {
+  std::vector<int64_t> shape;
+  std::vector<double> values;
+  int64_t positions = 0;
+};
+using InputMeans = std::map<std::string, InputMean>;
+
+// What calibration measured: the activations' ranges and the quantised layers' input means.
+struct Calibration {
+  ActivationRanges ranges;
+  InputMeans input_means;
+};
+
 enum class RangeChoice { kMinMax, kPercentile };
 
 struct Int8Policy {
@@ -46,6 +62,9 @@ struct Int8Policy {
   // them right, and they are 15-20% of the int8 model's time. The export task measures which
   // (engine/tasks/export_int8.h) and quantises them where it can.
   bool float_after_quantised = true;
+  // Each quantised layer's bias takes back the mean error its int8 weights make on the
+  // calibration images (bias_correction.h), where the calibration measured its input means.
+  bool bias_correction = true;
   // Layers that stay float: a weight name ("rpn/head/cls_logits.weight") and why.
   std::vector<std::pair<std::string, std::string>> keep_float;
 };
@@ -79,6 +98,9 @@ struct LayerDecision {
   std::string weight, op;
   bool quantised = false;
   std::string why;
+  // The bias correction, where made: the shift's mean and largest magnitude over the channels.
+  bool bias_corrected = false;
+  double bias_shift_mean = 0, bias_shift_max = 0;
 };
 
 struct Int8Model {
@@ -88,10 +110,11 @@ struct Int8Model {
   int64_t weight_bytes = 0;
 };
 
-// The QDQ model. Throws std::invalid_argument naming the activation when `ranges` lacks one the
-// policy quantises (a calibration cache from another model), std::runtime_error with the
-// checker's message when the result fails the ONNX checks.
-Int8Model quantizeQdq(const std::string& model_bytes, const ActivationRanges& ranges,
+// The QDQ model. Throws std::invalid_argument naming the activation when the calibration's
+// ranges lack one the policy quantises (a calibration cache from another model),
+// std::runtime_error with the checker's message when the result fails the ONNX checks. A
+// quantised layer without input means keeps its bias as it is (its reason says so).
+Int8Model quantizeQdq(const std::string& model_bytes, const Calibration& calibration,
                       const Int8Policy& policy);
 
 // The scale and zero point of an activation's range under `choice`: uint8 from 0 when nothing

@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "dataset/image/decode_image.h"
+#include "engine/export/bias_correction.h"
 #include "engine/export/calibration.h"
 #include "engine/inference/openvino_probe.h"
 #include "engine/tasks/int8_layer_checks.h"
@@ -45,6 +46,11 @@ exporter::CalibrationCache calibrate(const Int8Request& r, const std::string& fi
   const std::vector<std::string> values =
       exporter::calibrationValues(r.fp32_bytes, withPairs(r.policy));
   exporter::RangeCollector collector(r.percentile);
+  // The input means of the layers reading them, for the bias correction.
+  std::vector<std::string> weights;
+  for (const exporter::QuantCandidate& c : exporter::quantCandidates(r.fp32_bytes))
+    weights.push_back(c.weight);
+  exporter::InputMeanCollector means(r.fp32_bytes, weights);
   int64_t used = 0;
   {
     const io::ScratchFile probe_file(r.dir / ".calibration_probe.onnx",
@@ -57,8 +63,10 @@ exporter::CalibrationCache calibrate(const Int8Request& r, const std::string& fi
         report.warn("bad_image", file.string() + ": " + image.problem + "; not calibrated on");
         continue;
       }
-      for (const auto& [name, tensor] : probe.run(image.bgr))
+      for (const auto& [name, tensor] : probe.run(image.bgr)) {
         collector.add(name, tensor);
+        means.add(name, tensor);
+      }
       ++used;
     }
   }
@@ -73,7 +81,7 @@ exporter::CalibrationCache calibrate(const Int8Request& r, const std::string& fi
   cache.weights = r.weights;
   cache.percentile = r.percentile;
   cache.images = used;
-  cache.ranges = collector.ranges();
+  cache.measured = {collector.ranges(), means.means()};
   return cache;
 }
 
@@ -101,6 +109,12 @@ Int8Result exportInt8(const Int8Request& r, TaskReport& report) {
     cache = calibrate(r, fingerprint, report);
     out.cache = r.cache_file.empty() ? r.dir / "calibration_cache.json" : r.cache_file;
   }
+  if (r.policy.bias_correction && cache->measured.input_means.empty()) {
+    report.warn("calibration_cache_without_means",
+                out.cache.string() + ": made before the int8 export corrected biases (no "
+                "\"input_means\"): the biases are kept as they are; delete it, or give another "
+                "--cal_cache_file, to calibrate anew with the correction");
+  }
   out.images = cache->images;
   out.percentile = cache->percentile;
   out.calibration_seconds =
@@ -110,7 +124,7 @@ Int8Result exportInt8(const Int8Request& r, TaskReport& report) {
     const bool measured = !cache->range_choice;
     if (measured) {
       try {
-        cache->range_choice = decideRange(r, cache->ranges, policy);
+        cache->range_choice = decideRange(r, cache->measured, policy);
       } catch (const std::invalid_argument& e) {
         throw Int8Refused("bad_calibration_cache", out.cache.string() + ": " + e.what());
       }
@@ -124,13 +138,13 @@ Int8Result exportInt8(const Int8Request& r, TaskReport& report) {
   }
   out.range = policy.range == exporter::RangeChoice::kMinMax ? "minmax" : "percentile";
   try {
-    out.model = exporter::quantizeQdq(r.fp32_bytes, cache->ranges, policy);
+    out.model = exporter::quantizeQdq(r.fp32_bytes, cache->measured, policy);
   } catch (const std::invalid_argument& e) {
     throw Int8Refused("bad_calibration_cache", out.cache.string() + ": " + e.what());
   }
   if (policy.float_after_quantised)
-    out.model = decidePairs(r, cache->ranges, std::move(out.model), policy, report);
-  out.model = decideFullyConnected(r, cache->ranges, std::move(out.model), policy,
+    out.model = decidePairs(r, cache->measured, std::move(out.model), policy, report);
+  out.model = decideFullyConnected(r, cache->measured, std::move(out.model), policy,
                                    cache->fully_connected, report);
   // Written once the timing is in it, so that a reuse builds this model again. A reused
   // cache is left as the user made it.

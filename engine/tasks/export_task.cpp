@@ -74,6 +74,11 @@ void writeInt8Json(io::JsonWriter& j, const Int8Result& int8, const ExportOption
   if (!int8.range_why.empty()) j.key("range_why").value(int8.range_why);
   j.key("percentile").value(int8.percentile);
   j.key("seconds").value(int8.calibration_seconds);
+  int64_t corrected = 0;
+  for (const exporter::LayerDecision& d : int8.model.layers)
+    corrected += d.bias_corrected ? 1 : 0;
+  j.key("bias_correction").value(options.bias_correction);
+  j.key("biases_corrected").value(corrected);
   j.endObject();
   j.key("layers").beginArray();
   for (const exporter::LayerDecision& d : int8.model.layers) {
@@ -82,6 +87,12 @@ void writeInt8Json(io::JsonWriter& j, const Int8Result& int8, const ExportOption
     j.key("op").value(d.op);
     j.key("quantised").value(d.quantised);
     j.key("why").value(d.why);
+    if (d.bias_corrected) {
+      j.key("bias_shift").beginObject();
+      j.key("mean_abs").value(d.bias_shift_mean);
+      j.key("max_abs").value(d.bias_shift_max);
+      j.endObject();
+    }
     j.endObject();
   }
   j.endArray();
@@ -287,6 +298,7 @@ int exportModel(const TaskOptions& options, const ExportOptions& ex, const spec:
                                                       : exporter::RangeChoice::kPercentile;
       request.choose_range = ex.cal_range == "auto";
       request.percentile = ex.cal_percentile;
+      request.policy.bias_correction = ex.bias_correction;
       try {
         request.images = calibrationImages(ex, *data);
         int8 = exportInt8(request, report);

@@ -96,12 +96,12 @@ exporter::Int8Policy withPairs(exporter::Int8Policy policy) {
 // computes some such pairs wrong (zeros: the seeded R50-FPN's detections all changed) and
 // others right (trained ResNet-18 models: the same AP). Which, is measured here on the first
 // calibration images; the decision and its numbers go into each pair layer's reason.
-exporter::Int8Model decidePairs(const Int8Request& r, const exporter::ActivationRanges& ranges,
+exporter::Int8Model decidePairs(const Int8Request& r, const exporter::Calibration& calibration,
                                 exporter::Int8Model pairs_float, exporter::Int8Policy& policy,
                                 TaskReport& report) {
   exporter::Int8Model pairs_int8;
   try {
-    pairs_int8 = exporter::quantizeQdq(r.fp32_bytes, ranges, withPairs(policy));
+    pairs_int8 = exporter::quantizeQdq(r.fp32_bytes, calibration, withPairs(policy));
   } catch (const std::invalid_argument& e) {
     report.log(std::string("int8: the layers that read a quantised layer's output stay float: ") +
                "the calibration ranges lack their inputs (" + e.what() + ")");
@@ -141,12 +141,12 @@ exporter::Int8Model decidePairs(const Int8Request& r, const exporter::Activation
 // the first calibration images, and the one that keeps more of them is taken (the percentile
 // on a tie: the historic default).
 exporter::CalibrationCache::RangeDecision decideRange(const Int8Request& r,
-                                                      const exporter::ActivationRanges& ranges,
+                                                      const exporter::Calibration& calibration,
                                                       exporter::Int8Policy policy) {
   policy.range = exporter::RangeChoice::kPercentile;
-  const exporter::Int8Model percentile = exporter::quantizeQdq(r.fp32_bytes, ranges, policy);
+  const exporter::Int8Model percentile = exporter::quantizeQdq(r.fp32_bytes, calibration, policy);
   policy.range = exporter::RangeChoice::kMinMax;
-  const exporter::Int8Model minmax = exporter::quantizeQdq(r.fp32_bytes, ranges, policy);
+  const exporter::Int8Model minmax = exporter::quantizeQdq(r.fp32_bytes, calibration, policy);
   const TwoModels check = checkTwo(r, percentile, minmax, kRangeCheckImages);
   const bool take_minmax = check.agreed_second > check.agreed_first;
   char pct[32];
@@ -220,7 +220,7 @@ std::string milliseconds(double v) {
 }  // namespace
 
 exporter::Int8Model decideFullyConnected(const Int8Request& r,
-                                         const exporter::ActivationRanges& ranges,
+                                         const exporter::Calibration& calibration,
                                          exporter::Int8Model chosen,
                                          const exporter::Int8Policy& policy,
                                          std::optional<exporter::LayerTiming>& timing,
@@ -234,7 +234,7 @@ exporter::Int8Model decideFullyConnected(const Int8Request& r,
     floated_policy.keep_float.emplace_back(d.weight, "a fully connected layer");
   }
   if (layers.empty()) return chosen;
-  exporter::Int8Model floated = exporter::quantizeQdq(r.fp32_bytes, ranges, floated_policy);
+  exporter::Int8Model floated = exporter::quantizeQdq(r.fp32_bytes, calibration, floated_policy);
   // The other layers are decided as in `chosen`, with the reasons earlier checks gave them.
   for (size_t i = 0; i < floated.layers.size(); ++i) {
     if (std::find(layers.begin(), layers.end(), i) == layers.end())

@@ -27,13 +27,13 @@ exporter::Int8Policy withPairs(exporter::Int8Policy policy);
 
 // `chosen` was built with `policy` (pair layers float); returns the model to keep and sets
 // `policy` to the one it was built with.
-exporter::Int8Model decidePairs(const Int8Request& r, const exporter::ActivationRanges& ranges,
+exporter::Int8Model decidePairs(const Int8Request& r, const exporter::Calibration& calibration,
                                 exporter::Int8Model chosen, exporter::Int8Policy& policy,
                                 TaskReport& report);
 
 // The range to build the int8 model with, measured (`policy` otherwise as it will be built).
 exporter::CalibrationCache::RangeDecision decideRange(const Int8Request& r,
-                                                      const exporter::ActivationRanges& ranges,
+                                                      const exporter::Calibration& calibration,
                                                       exporter::Int8Policy policy);
 
 // `chosen` was built with `policy`; its quantised fully connected layers are timed against a
@@ -41,7 +41,7 @@ exporter::CalibrationCache::RangeDecision decideRange(const Int8Request& r,
 // the times a reused calibration cache holds, used instead of measuring; else set to what was
 // measured (for the cache).
 exporter::Int8Model decideFullyConnected(const Int8Request& r,
-                                         const exporter::ActivationRanges& ranges,
+                                         const exporter::Calibration& calibration,
                                          exporter::Int8Model chosen,
                                          const exporter::Int8Policy& policy,
                                          std::optional<exporter::LayerTiming>& timing,

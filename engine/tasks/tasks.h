@@ -194,6 +194,9 @@ struct ExportOptions {
   std::filesystem::path cal_cache_file;
   std::string cal_range = "auto";  // "percentile", "minmax", or "auto": the export measures both
   double cal_percentile = 99.99;
+  // Each quantised layer's bias corrected by its int8 weights' mean error on the calibration
+  // images (engine/export/bias_correction.h); --bias_correction off keeps the biases.
+  bool bias_correction = true;
 };
 
 // Exports the spec's model with its weights (as runInference picks them) into a new folder:

@@ -103,6 +103,10 @@ class ExportInt8Test : public QObject {
       if (layer["quantised"].toBool()) {
         ++quantised;
         QVERIFY2(why.startsWith("int8: "), qPrintable(why));
+        // Every quantised layer's bias corrected from the calibration's input means.
+        QVERIFY2(why.contains("; bias corrected by its int8 weights' mean error") &&
+                     layer["bias_shift"].toObject()["max_abs"].toDouble() > 0,
+                 qPrintable(compact(layer)));
       } else {
         ++kept;
         QVERIFY2(why.startsWith("float: ") && why.size() > 20, qPrintable(why));
@@ -135,6 +139,8 @@ class ExportInt8Test : public QObject {
     QVERIFY(fc_float == 0 || fc_float == 2);  // decided together
     QCOMPARE(quantised, 67 - fc_float);
     QCOMPARE(kept, 7 + fc_float);
+    QVERIFY(calibration["bias_correction"].toBool());
+    QCOMPARE(calibration["biases_corrected"].toInt(), quantised);
     const QJsonObject agreement = int8["agreement"].toObject();
     qInfo("int8 against fp32 in OpenVINO: %s", qPrintable(compact(agreement)));
     QVERIFY2(agreement["reference"].toInt() >= 100 && agreement["share"].toDouble() >= kAgreedShare,
@@ -214,6 +220,7 @@ class ExportInt8Test : public QObject {
     QVERIFY2(r.code == 0, qPrintable(explain(r)));
     const QJsonObject int8 = readJsonObject(out + "/export_report.json")["int8"].toObject();
     QCOMPARE(int8["calibration"].toObject()["images"].toInt(), 10);
+    QVERIFY(int8["calibration"].toObject()["biases_corrected"].toInt() > 20);
     const QJsonObject delta = int8["ap_delta"].toObject();
     const QJsonArray runs = int8["runs"].toArray();
     qInfo("shapes int8: %s; runs %s", qPrintable(compact(delta)),
@@ -242,6 +249,41 @@ class ExportInt8Test : public QObject {
     QVERIFY2(
         std::abs(delta["bbox"].toDouble()) <= 0.02 && std::abs(delta["segm"].toDouble()) <= 0.02,
         qPrintable(compact(delta)));
+  }
+
+  // A cache written before the export corrected biases (no "input_means") is still read: the
+  // model is built from its ranges with the biases as they were, and the task says so.
+  void aCacheWithoutInputMeansKeepsTheBiases() {
+    const QString made = path("shapes_int8/calibration_cache.json");
+    QVERIFY2(QFile::exists(made), "needs the shapes export's cache");
+    QJsonObject cache = readJsonObject(made);
+    QVERIFY(cache.contains("input_means"));
+    cache.remove("input_means");
+    const QString old = path("shapes_old_cache.json");
+    {
+      QFile f(old);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(QJsonDocument(cache).toJson());
+    }
+    const QString out = path("shapes_int8_old_cache");
+    const Run r = engine({"--spec", shapesSpec_, "--run-dir", path("shapes_run"), "--task",
+                          "export", "--output-dir", out, "--data_type", "int8", "--cal_cache_file",
+                          old, "--set", "data_config.eval_samples=2"});
+    QVERIFY2(r.code == 0, qPrintable(explain(r)));
+    QVERIFY2(r.out.contains("\"code\":\"calibration_cache_without_means\"") &&
+                 r.out.contains(old + ": made before the int8 export corrected biases"),
+             qPrintable(r.out));
+    const QJsonObject int8 = readJsonObject(out + "/export_report.json")["int8"].toObject();
+    QCOMPARE(int8["calibration"].toObject()["biases_corrected"].toInt(), 0);
+    for (const QJsonValue& v : int8["layers"].toArray()) {
+      const QJsonObject layer = v.toObject();
+      if (layer["quantised"].toBool()) {
+        QVERIFY2(layer["why"].toString().contains("; bias kept as it is: the calibration has no "
+                                                  "input means"),
+                 qPrintable(compact(layer)));
+      }
+    }
+    QVERIFY2(readJsonObject(old) == cache, "the user's cache was changed");
   }
 
   // The R50's cache given to the shapes model: refused, naming the file and where it came
@@ -278,6 +320,10 @@ class ExportInt8Test : public QObject {
     QCOMPARE(range.code, 2);
     QVERIFY2(range.err.contains("--cal_range entropy: use auto, percentile or minmax"),
              qPrintable(range.err));
+    const Run bias = engine({"--spec", tvSpec_, "--task", "export", "--data_type", "int8",
+                             "--bias_correction", "yes"});
+    QCOMPARE(bias.code, 2);
+    QVERIFY2(bias.err.contains("--bias_correction yes: use on or off"), qPrintable(bias.err));
     // A calibration folder that is not there: named, exit 4, no export.
     const Run missing =
         engine({"--spec", tvSpec_, "--task", "export", "--checkpoint", path("model.pt"),
