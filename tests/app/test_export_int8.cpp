@@ -33,9 +33,11 @@ constexpr int kTimeoutMs = 300000;
 // agree with each other no better); the quantisation itself is checked on the FPN's outputs
 // (kMinDb) and on the trained shapes model's detections (kShapesAgreedShare).
 constexpr double kAgreedShare = 0.3;
-// Signal to quantisation noise of every FPN level, in dB, int8 against fp32 in both runtimes
-// (measured 32.8 to 35.9).
-constexpr double kMinDb = 30;
+// Signal to quantisation noise of every FPN level, in dB, int8 against fp32 in both runtimes:
+// measured 38.1 to 40.8 with the biases corrected, 34.0 to 35.9 without (2026-12-01, AMD EPYC
+// AVX-512, three photos; 32.8 to 35.9 without on an AVX2 EPYC), so a correction that does
+// nothing fails here.
+constexpr double kMinDb = 36;
 // What int8 keeps of fp32's detections with the shapes model after 150 steps: measured 0.55
 // (its 50 detections an image are mostly low scores close to each other as well); the AP
 // cost is the measure that matters (measured -0.009 bbox, -0.004 segm).
@@ -116,8 +118,10 @@ class ExportInt8Test : public QObject {
     // convolutions and the transposed one), and fc6 and fc7 where int8 is the faster on this
     // CPU (timed; their reasons give both times); float: the five output layers, and the two
     // that read an int8 layer's output directly (the FPN's top 3x3, the RPN's shared 3x3):
-    // with them int8, OpenVINO's detections of these seeded weights all change (the export's
-    // check on the calibration photos says so in their reasons).
+    // with them int8 fewer of fp32's detections stay (the export's check on the calibration
+    // photos, in their reasons: 0.57 against 0.65 of 400 on the benchmark's photos; without
+    // the bias correction 0.00 against 0.61: OpenVINO's pair with these seeded weights, whose
+    // FPN biases are all zero, loses every detection, and with the corrected biases it does not).
     int checked = 0, timed = 0, fc_float = 0;
     for (const QJsonValue& v : int8["layers"].toArray()) {
       const QJsonObject layer = v.toObject();
