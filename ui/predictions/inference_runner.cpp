@@ -77,6 +77,8 @@ QStringList InferenceRunner::arguments(const InferenceRequest& r) {
       QStringLiteral("--images"), r.images, QStringLiteral("--out"),  r.out};
   if (!r.checkpoint.isEmpty()) args << QStringLiteral("--checkpoint") << r.checkpoint;
   if (r.backend != QStringLiteral("libtorch")) args << QStringLiteral("--backend") << r.backend;
+  if (r.backend == QStringLiteral("openvino") && !r.onnx.isEmpty())
+    args << QStringLiteral("--onnx") << r.onnx;
   if (r.tile > 0) {
     args << QStringLiteral("--tile") << QString::number(r.tile) << QStringLiteral("--tile-overlap")
          << QString::number(r.tile_overlap, 'g', 6);
@@ -101,6 +103,10 @@ bool InferenceRunner::start(const InferenceRequest& request, QString* error) {
   if (request.spec.isEmpty()) return refuse(tr("choose a spec first"));
   if (request.images.isEmpty() || !QFileInfo::exists(request.images))
     return refuse(tr("no such image or folder: %1").arg(request.images));
+  if (request.backend == QStringLiteral("openvino") && !request.onnx.isEmpty() &&
+      !QFileInfo(request.onnx).isFile()) {
+    return refuse(tr("no such exported model: %1").arg(request.onnx));
+  }
   const QString engine = enginePath();
   if (!QFileInfo(engine).isExecutable())
     return refuse(tr("cannot run the engine %1 (set MRCNN_ENGINE to its path)").arg(engine));

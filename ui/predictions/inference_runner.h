@@ -1,5 +1,5 @@
 // Runs `mrcnn-engine --spec SPEC --task inference --images PATH --out OUT [--checkpoint C]
-// [--backend openvino]` as a
+// [--backend openvino [--onnx MODEL]]` as a
 // child process (never inference in the GUI process) and reports how it ended. Its stdout may
 // be JSON-lines events or plain text; OUT/results.json is what the caller reads either way. The
 // engine is $MRCNN_ENGINE or the mrcnn-engine next to the running program, as the headless launcher
@@ -21,6 +21,9 @@ struct InferenceRequest {
   // "libtorch" (the model, in the spec's precision) or "openvino" (the checkpoint exported to
   // ONNX on the fly and run by OpenVINO's runtime on the CPU).
   QString backend = QStringLiteral("libtorch");
+  // With "openvino": an exported model to run instead (an export's model.onnx, or its
+  // model.int8.onnx: int8); empty: the checkpoint exported on the fly.
+  QString onnx;
   // Also the detections at or above draft_threshold as COCO annotations to correct
   // (--out-annotations); empty: none.
   QString draft_annotations;

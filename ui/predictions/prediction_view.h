@@ -47,6 +47,10 @@ class PredictionView : public QWidget {
   // The inference backend: "libtorch" or "openvino".
   QString backend() const;
   void setBackend(const QString& backend);
+  // With OpenVINO: the exported model it runs (model.onnx or model.int8.onnx of an export);
+  // empty: the checkpoint, exported on the fly.
+  QString exportedModel() const;
+  void setExportedModel(const QString& path);
   // Tiled inference: the tile's side, 0 for none.
   int tileSize() const;
   void setTiles(int size, double overlap);
@@ -116,6 +120,8 @@ class PredictionView : public QWidget {
   QLineEdit* spec_;
   QLineEdit* checkpoint_;
   QComboBox* backend_;
+  QLineEdit* onnx_;     // the exported model OpenVINO runs, if any
+  QWidget* onnx_row_;   // enabled with the OpenVINO backend
   QCheckBox* tile_;  // tiled inference, with its side and overlap
   QSpinBox* tile_size_;
   QDoubleSpinBox* tile_overlap_;

@@ -270,6 +270,14 @@ class PredictionViewTest : public QObject {
     QCOMPARE(InferenceRunner::arguments(r).mid(10),
              QStringList({"--backend", "openvino", "--tile", "640", "--tile-overlap", "0.25"}));
     r.tile = 0;
+    // An exported model for OpenVINO (an export's model.int8.onnx): named; not with LibTorch.
+    r.onnx = "/exp/model.int8.onnx";
+    QCOMPARE(InferenceRunner::arguments(r).mid(10),
+             QStringList({"--backend", "openvino", "--onnx", "/exp/model.int8.onnx"}));
+    r.backend = "libtorch";
+    QVERIFY(!InferenceRunner::arguments(r).contains("--onnx"));
+    r.backend = "openvino";
+    r.onnx.clear();
     // A stand-in engine keeping the contract: it checks its arguments and writes the results.
     const QString engine = dir_.filePath("fake-engine.sh");
     QFile script(engine);
@@ -280,6 +288,8 @@ class PredictionViewTest : public QObject {
                          "[ \"$5\" = --images ] && [ \"$7\" = --out ] || exit 2\n"
                          "[ \"$9\" = --checkpoint ] && [ \"${10}\" = ck.pt ] || exit 2\n"
                          "[ \"${11} ${12}\" = \"--backend openvino\" ] || exit 2\n"
+                         "if [ \"${13}\" = --onnx ]; then [ -f \"${14}\" ] || "
+                         "{ echo \"error: ${14}: no model\" >&2; exit 4; }; fi\n"
                          "[ -e \"$2\" ] || { echo \"error: $2: no such spec\" >&2; exit 4; }\n"
                          "mkdir -p \"$8\" && cp '%1' '%2' \"$8\"/ && echo done\n")
                      .arg(made.results, dir_.filePath("engine_src/categories.json"))
@@ -315,6 +325,21 @@ class PredictionViewTest : public QObject {
     QVERIFY(loaded.last().at(0).toBool());
     QCOMPARE(view.predictions()->images.size(), made.by_file.size());
     QVERIFY(view.predictions()->path.endsWith("/results.json"));
+    // An exported model: the OpenVINO run names it; one that is not there is refused before
+    // the engine starts, by name; the row follows the backend.
+    const QString model = dir_.filePath("model.int8.onnx");
+    QFile(model).open(QIODevice::WriteOnly);
+    view.setExportedModel(model);
+    view.runOnFolder(valImages());
+    QVERIFY(finished.wait(20000));
+    QVERIFY2(finished.last().at(0).toBool(), qPrintable(finished.last().at(1).toString()));
+    view.setExportedModel(dir_.filePath("gone.onnx"));
+    view.runOnFolder(valImages());
+    QCOMPARE(finished.last().at(0).toBool(), false);
+    QVERIFY2(finished.last().at(1).toString().contains("no such exported model: " +
+                                                       dir_.filePath("gone.onnx")),
+             qPrintable(finished.last().at(1).toString()));
+    view.setExportedModel({});
     // No engine at all: said so, nothing started.
     qputenv("MRCNN_ENGINE", dir_.filePath("no-engine").toUtf8());
     view.runOnFolder(valImages());
