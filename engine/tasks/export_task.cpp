@@ -302,6 +302,8 @@ int exportModel(const TaskOptions& options, const ExportOptions& ex, const spec:
       try {
         request.images = calibrationImages(ex, *data);
         int8 = exportInt8(request, report);
+        // The export's own cache is named where it will be, not in the staging folder.
+        if (int8->cache.parent_path() == dir) int8->cache = out_dir / int8->cache.filename();
       } catch (const Int8Refused& e) {
         return report.fail(e.code(), e.what(), kExitBadData);
       }
@@ -355,11 +357,11 @@ int exportModel(const TaskOptions& options, const ExportOptions& ex, const spec:
   } catch (const std::exception& e) {
     return report.fail(e, "write_failed", "--output-dir: ", kExitBadData);
   }
-  char took[32];
-  std::snprintf(took, sizeof took, "%.1f", seconds);
+  char took[64];
+  std::snprintf(took, sizeof took, "%.1f s (the ONNX graph %.1f s)", report.elapsed(), seconds);
   report.write(train::doneEvent(
       "ok",
-      "exported " + weights.filename().string() + " in " + took + " s into " + out_dir.string(),
+      "exported " + weights.filename().string() + " in " + took + " into " + out_dir.string(),
       report.elapsed()));
   return kExitOk;
 }

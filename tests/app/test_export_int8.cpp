@@ -225,6 +225,8 @@ class ExportInt8Test : public QObject {
     const QJsonObject int8 = readJsonObject(out + "/export_report.json")["int8"].toObject();
     QCOMPARE(int8["calibration"].toObject()["images"].toInt(), 10);
     QVERIFY(int8["calibration"].toObject()["biases_corrected"].toInt() > 20);
+    // The export's own cache, named where it is (not in the folder the export was staged in).
+    QCOMPARE(int8["calibration"].toObject()["cache"].toString(), out + "/calibration_cache.json");
     const QJsonObject delta = int8["ap_delta"].toObject();
     const QJsonArray runs = int8["runs"].toArray();
     qInfo("shapes int8: %s; runs %s", qPrintable(compact(delta)),

@@ -25,6 +25,7 @@
 #include "ui/analysis/analysis_view.h"
 #include "ui/dataset_browser/dataset_browser.h"
 #include "ui/dataset_browser/image_list_model.h"
+#include "ui/export/export_flow.h"
 #include "ui/main_window/example_spec.h"
 #include "ui/main_window/recent_items.h"
 #include "ui/main_window/recent_panel.h"
@@ -212,6 +213,19 @@ void MainWindow::addOtherViews() {
           [this](const QString& spec) { openSpec(spec); });
   connect(prune_flow_, &PruneFlow::pruneFailed, this, [this](const QString&, const QString& why) {
     statusBar()->showMessage(tr("Prune failed: %1").arg(why), 10000);
+  });
+  // Export… on a run: the dialog, the engine's export in the run, the report; Run in
+  // Predictions runs the exported model (int8 where there is one) with OpenVINO there.
+  export_flow_ = new ExportFlow(runs_, this);
+  connect(export_flow_, &ExportFlow::predictionsRequested, this,
+          [this](const QString& spec, const QString& model) {
+            predictions_->setSpec(spec);
+            predictions_->setBackend(QStringLiteral("openvino"));
+            predictions_->setExportedModel(model);
+            showView(View::Predictions);
+          });
+  connect(export_flow_, &ExportFlow::exportFailed, this, [this](const QString&, const QString& why) {
+    statusBar()->showMessage(tr("Export failed: %1").arg(why), 10000);
   });
   // The images behind a confusion cell or an error list open in Predictions.
   connect(analysis_, &AnalysisView::imagesRequested, this,

@@ -23,6 +23,7 @@ class NewExperimentWizard;
 class PredictionView;
 class ProblemsView;
 class PruneFlow;
+class ExportFlow;
 class RecentItems;
 class RecentPanel;
 class RunsView;
@@ -78,6 +79,7 @@ class MainWindow : public QMainWindow {
   PredictionView* predictionView() const { return predictions_; }
   AnalysisView* analysisView() const { return analysis_; }
   PruneFlow* pruneFlow() const { return prune_flow_; }
+  ExportFlow* exportFlow() const { return export_flow_; }
   void setRunningEnginesQuestion(RunningEnginesQuestion question);
   void setStopTimeout(int ms) { stop_timeout_ms_ = ms; }
   // True between "Stop runs and quit" and the last engine ending.
@@ -118,6 +120,7 @@ class MainWindow : public QMainWindow {
   AnalysisView* analysis_ = nullptr;
   LabelReview* label_review_ = nullptr;
   PruneFlow* prune_flow_ = nullptr;
+  ExportFlow* export_flow_ = nullptr;
   RecentItems* recent_;
   QTabWidget* tabs_;
   StartPage* start_page_;  // the central widget in place of tabs_ while shown

@@ -456,6 +456,7 @@ void RunsView::updateCurrentPanel(bool full_log) {
     stop_->setEnabled(false);
     resume_->setEnabled(false);
     prune_->setEnabled(false);
+    export_->setEnabled(false);
     bring_back_->setVisible(false);
     log_->clear();
     shown_log_run_ = -1;
@@ -498,8 +499,10 @@ void RunsView::updateCurrentPanel(bool full_log) {
   resume_->setEnabled(
       !running && !run->dir.isEmpty() && trainable &&
       (st == RunStatus::Stopped || st == RunStatus::Failed || st == RunStatus::Crashed));
-  prune_->setEnabled(!running && !run->dir.isEmpty() && !m.lastCheckpoint().isEmpty() &&
-                     QFileInfo::exists(QDir(run->dir).filePath(QStringLiteral("spec.txt"))));
+  const bool has_model = !running && !run->dir.isEmpty() && !m.lastCheckpoint().isEmpty() &&
+                         QFileInfo::exists(QDir(run->dir).filePath(QStringLiteral("spec.txt")));
+  prune_->setEnabled(has_model);
+  export_->setEnabled(has_model);
   const bool remote = run->process && !run->process->options().host.isEmpty();
   bring_back_->setVisible(remote);
   bring_back_->setEnabled(remote && !run->dir.isEmpty());
@@ -611,6 +614,10 @@ void RunsView::bringBackCurrent() {
 
 bool RunsView::pruneEnabled() const {
   return prune_->isEnabled();
+}
+
+bool RunsView::exportEnabled() const {
+  return export_->isEnabled();
 }
 
 bool RunsView::exportPng(const QString& path, QString* error) {

@@ -87,6 +87,7 @@ class RunsView : public QWidget {
   bool stopEnabled() const;
   bool resumeEnabled() const;
   bool pruneEnabled() const;
+  bool exportEnabled() const;
   bool bringBackEnabled() const;
 
   // The plots as one image, and the selected runs' series as CSV (see series_csv.h).
@@ -119,6 +120,8 @@ class RunsView : public QWidget {
   void runStarted(const QString& runDir);
   // The Prune button: the current run (which has a checkpoint) is to be pruned.
   void pruneRequested(const QString& runDir);
+  // The Export button: the current run's model is to be exported (ONNX, fp32 or int8).
+  void exportRequested(const QString& runDir);
   void runFinished(const QString& runDir);
   void runOpened(const QString& runDir);
   void allEnginesStopped();
@@ -167,6 +170,7 @@ class RunsView : public QWidget {
   QPushButton* stop_ = nullptr;
   QPushButton* resume_ = nullptr;
   QPushButton* prune_ = nullptr;
+  QPushButton* export_ = nullptr;
   QPushButton* bring_back_ = nullptr;
   QSlider* smoothing_slider_ = nullptr;
   QLabel* smoothing_label_ = nullptr;

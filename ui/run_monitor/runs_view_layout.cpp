@@ -95,6 +95,12 @@ void RunsView::buildUi() {
   connect(prune_, &QPushButton::clicked, this, [this] {
     if (current_ >= 0) emit pruneRequested(runDir(current_));
   });
+  export_ = new QPushButton(tr("Export…"), left);
+  export_->setToolTip(tr("Export this run's model to ONNX, fp32 or calibrated int8, checked "
+                         "against the engine's own inference"));
+  connect(export_, &QPushButton::clicked, this, [this] {
+    if (current_ >= 0) emit exportRequested(runDir(current_));
+  });
   bring_back_ = new QPushButton(tr("Bring Back"), left);
   bring_back_->setToolTip(tr("Copy this run's folder from its host as it is now (what changed "
                              "only) into its run directory"));
@@ -106,6 +112,7 @@ void RunsView::buildUi() {
   buttons->addWidget(stop_);
   buttons->addWidget(resume_);
   buttons->addWidget(prune_);
+  buttons->addWidget(export_);
   left_layout->addLayout(buttons);
 
   // Right: controls, status, progress, the plots, the log.

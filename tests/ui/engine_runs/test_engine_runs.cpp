@@ -5,8 +5,10 @@
 // shows its detections, filtered by the score slider; the finished run reopened from its
 // events.jsonl has the same series; Prune… on the run (TAO's parameters in the dialog) prunes
 // it through the engine, the result dialog shows the ratio and the per-layer table, and
-// Retrain… writes a spec that trains the pruned model, which the view then runs. The test
-// functions run in order and share the one run.
+// Retrain… writes a spec that trains the pruned model, which the view then runs; Export… on
+// the run (int8 in the dialog) exports it through the engine, the result dialog shows the
+// report with every layer's decision, and Run in Predictions runs the int8 model there with
+// OpenVINO. The test functions run in order and share the one run.
 // Skipped when the engine is not built (MRCNN_BIN_DIR/mrcnn-engine).
 #include <QApplication>
 #include <QDir>
@@ -29,6 +31,9 @@
 #include "ui/common/image_view.h"
 #include "ui/dataset_browser/dataset_browser.h"
 #include "ui/dataset_browser/image_list_model.h"
+#include "ui/export/export_dialog.h"
+#include "ui/export/export_flow.h"
+#include "ui/export/export_result.h"
 #include "ui/label_review/label_review.h"
 #include "ui/predictions/prediction_view.h"
 #include "ui/prune/prune_dialog.h"
@@ -442,6 +447,92 @@ class EngineRunsTest : public QObject {
     QVERIFY2(r && r->status() == RunStatus::Ok, qPrintable(view_->logText()));
     QVERIFY2(r->log().join('\n').contains("pruned layers"), qPrintable(r->log().join('\n')));
     qInfo("prune and retrain from the Runs view: %.1f s", clock.elapsed() / 1000.0);
+  }
+
+  // Export… → dialog (fp32 and a new folder by default; an existing folder refused) → int8
+  // calibrated on the run's validation images through the engine in the run → the report in
+  // the result dialog (the calibration, each layer int8 or float and why, the biases
+  // corrected) → Run in Predictions → the int8 model run by OpenVINO in the Predictions view.
+  void exportInt8FromTheRunsView() {
+    if (!view_ || checkpoint_.isEmpty()) QSKIP("no run: the training test failed");
+    QElapsedTimer clock;
+    clock.start();
+    view_->selectRows({view_->rowOf(run_dir_)});
+    QVERIFY(view_->exportEnabled());
+    ExportFlow flow(view_.get(), view_.get());
+    QCOMPARE(flow.checkpointOf(run_dir_), checkpoint_);
+    const QString out = dir_.filePath("exported-int8");
+    QVERIFY(QDir().mkpath(dir_.filePath("taken-export")));
+    ExportDialog::Values defaults;
+    QString dialog_problem;
+    QTimer::singleShot(0, this, [&] {
+      auto* d = qobject_cast<ExportDialog*>(QApplication::activeModalWidget());
+      if (!d) return;
+      defaults = d->values();
+      ExportDialog::Values v = d->values();
+      v.output_dir = dir_.filePath("taken-export");
+      d->setValues(v);
+      d->accept();
+      dialog_problem = d->problemText();
+      v.output_dir = out;
+      v.data_type = "int8";
+      v.cal_images = 2;
+      d->setValues(v);
+      d->accept();
+    });
+    QSignalSpy finished(view_.get(), &RunsView::runFinished);
+    button(view_.get(), "Export…")->click();
+    QCOMPARE(defaults.data_type, QString("fp32"));
+    QCOMPARE(defaults.cal_range, QString("auto"));
+    QVERIFY(defaults.bias_correction);
+    QCOMPARE(defaults.output_dir,
+             run_dir_ + "/export/" + QFileInfo(checkpoint_).completeBaseName());
+    QVERIFY2(dialog_problem.contains("exists; an export never replaces"),
+             qPrintable(dialog_problem));
+    QVERIFY(finished.wait(3 * kStepTimeoutMs));
+    const RunModel* m = view_->run(view_->rowOf(run_dir_));
+    QCOMPARE(m->task(), QString("export"));
+    // A six-step model's near-tied scores may fail the parity check (exit 1, the report kept
+    // for inspection); the result shows the report either way.
+    qInfo("export: %s", qPrintable(m->statusLine()));
+    QTRY_VERIFY_WITH_TIMEOUT(flow.resultDialog() != nullptr, 5000);
+    const std::optional<ExportReport> report = readExportReport(out);
+    QVERIFY(report);
+    const QString summary = flow.resultDialog()->summaryText();
+    QVERIFY2(summary.contains("model.int8.onnx: ") && summary.contains("Calibration: 2 images") &&
+                 summary.contains(" biases corrected") && summary.contains(m->statusLine()),
+             qPrintable(summary));
+    QTableWidget* table = flow.resultDialog()->layersTable();
+    QVERIFY(table);
+    QCOMPARE(table->rowCount(), report->layers.size());
+    QVERIFY(table->rowCount() > 20);
+    for (int r = 0; r < table->rowCount(); ++r) {
+      QCOMPARE(table->item(r, 0)->text(), report->layers[r].weights);
+      const bool int8 = table->item(r, 1)->text() == "int8";
+      QCOMPARE(int8, report->layers[r].quantised);
+      QCOMPARE(!table->item(r, 2)->text().isEmpty(), int8);  // every int8 layer's bias corrected
+    }
+    QSignalSpy predictions(&flow, &ExportFlow::predictionsRequested);
+    flow.resultDialog()->runInPredictions();
+    QCOMPARE(predictions.count(), 1);
+    QCOMPARE(predictions.first().at(0).toString(), QDir(run_dir_).filePath("spec.txt"));
+    QCOMPARE(predictions.first().at(1).toString(), out + "/model.int8.onnx");
+
+    // The int8 model in the Predictions view, with OpenVINO, on a validation image.
+    PredictionView pv;
+    pv.setSpec(predictions.first().at(0).toString());
+    pv.setBackend("openvino");
+    pv.setExportedModel(predictions.first().at(1).toString());
+    pv.setOutputRoot(dir_.filePath("predictions-int8"));
+    QSignalSpy inferred(&pv, &PredictionView::inferenceFinished);
+    pv.runOnFolder(dir_.filePath("shapes/images/val"));
+    QVERIFY(inferred.wait(kStepTimeoutMs));
+    QVERIFY2(inferred.last().at(0).toBool(),
+             qPrintable(inferred.last().at(1).toString() + "\n" + pv.logText()));
+    // int8, its float layers in f32 or (the spec's bf16 autocast, on a CPU with bf16) bf16.
+    QVERIFY2(pv.logText().contains(" int8+f32 on CPU") || pv.logText().contains(" int8+bf16 on CPU"),
+             qPrintable(pv.logText()));
+    qInfo("int8 export and its predictions from the GUI: %.1f s", clock.elapsed() / 1000.0);
   }
 
   // label_check from the Runs view (the spec editor's task box offers it): the engine checks
