@@ -9,7 +9,7 @@
 //                   --warnings-annotations JSON
 //                   --warnings-images DIR [--warning-entry N]]
 //                   [--analysis METRICS [--analysis-class ID] [--analysis-cell ROW,COLUMN]]
-//                   [--prune-result DIR]
+//                   [--prune-result DIR] [--export-result DIR]
 //                   [--new-experiment DATA [--experiment-folder DIR] [--new-experiment-page N]]
 //                   [--screenshot PNG [--screenshot-delay MS]]
 //   mrcnn-workbench --headless SPEC [--task TASK] ...      (see app/headless.h)
@@ -18,7 +18,8 @@
 // what each view shows (the same as its Open buttons); --screenshot grabs the window once it is
 // laid out and its files are read, saves it as PNG and exits (how the screenshots in docs/ are
 // taken, under Xvfb); with --prune-result (a prune's output folder: its result dialog, as after
-// Runs › Prune…) it grabs that dialog, with --new-experiment (File › New Experiment from
+// Runs › Prune…) or --export-result (an export's folder: its report, as after Runs › Export…)
+// it grabs that dialog, with --new-experiment (File › New Experiment from
 // Data… on DATA, stepped on to page N once each page is complete) the wizard. Opened with
 // none of these, the window shows its start page.
 #include <QApplication>
@@ -38,6 +39,8 @@
 #include "engine/exit_codes.h"
 #include "ui/analysis/analysis_view.h"
 #include "ui/dataset_browser/dataset_browser.h"
+#include "ui/export/export_flow.h"
+#include "ui/export/export_result.h"
 #include "ui/main_window/main_window.h"
 #include "ui/new_experiment/data_page.h"
 #include "ui/new_experiment/new_experiment_wizard.h"
@@ -66,6 +69,7 @@ struct Opened {
   qint64 analysis_class = -1;
   int analysis_row = -1, analysis_column = -1;
   QString prune_result;
+  QString export_result;
   QString new_experiment, experiment_folder;
   int new_experiment_page = 1;  // 1 the data ... 4 the start
 };
@@ -74,7 +78,7 @@ struct Opened {
 bool opensNothing(const Opened& o) {
   return o.runs.isEmpty() && o.dataset.isEmpty() && o.results.isEmpty() && o.checkpoint.isEmpty() &&
          o.ground_truth.isEmpty() && o.warnings.isEmpty() && o.analysis.isEmpty() &&
-         o.prune_result.isEmpty() && o.new_experiment.isEmpty();
+         o.prune_result.isEmpty() && o.export_result.isEmpty() && o.new_experiment.isEmpty();
 }
 
 // An error message for options given without their companions ("" when fine).
@@ -166,6 +170,11 @@ QStringList openAll(MainWindow& window, const Opened& o) {
     if (!window.pruneFlow()->openResult(o.prune_result, &error))
       errors << u"--prune-result: "_qs + error;
   }
+  if (!o.export_result.isEmpty()) {
+    QString error;
+    if (!window.exportFlow()->openResult(o.export_result, &error))
+      errors << u"--export-result: "_qs + error;
+  }
   if (!o.new_experiment.isEmpty()) {
     if (!QFileInfo::exists(o.new_experiment)) {
       errors << u"--new-experiment: "_qs + o.new_experiment + u" does not exist"_qs;
@@ -201,7 +210,8 @@ std::optional<int> parseCommandLine(const QStringList& args, CommandLine* cl) {
   const QCommandLineOption view({u"view"_qs}, u"Show view N first (1-6)."_qs, u"N"_qs);
   const QCommandLineOption screenshot(
       {u"screenshot"_qs},
-      u"Save the window (or the --prune-result dialog) as PNG once shown, then exit."_qs,
+      u"Save the window (or the --prune-result or --export-result dialog) as PNG once shown, "
+      u"then exit."_qs,
       u"PNG"_qs);
   const QCommandLineOption run({u"run"_qs}, u"Open a run directory (repeat to overlay runs)."_qs,
                                u"DIR"_qs);
@@ -244,6 +254,9 @@ std::optional<int> parseCommandLine(const QStringList& args, CommandLine* cl) {
   const QCommandLineOption prune_result(
       {u"prune-result"_qs}, u"Show a prune's result (its output folder, with status.json)."_qs,
       u"DIR"_qs);
+  const QCommandLineOption export_result(
+      {u"export-result"_qs}, u"Show an export's report (its folder, with export_report.json)."_qs,
+      u"DIR"_qs);
   const QCommandLineOption new_experiment(
       {u"new-experiment"_qs}, u"Open File > New Experiment from Data... on this folder or file."_qs,
       u"DATA"_qs);
@@ -277,6 +290,7 @@ std::optional<int> parseCommandLine(const QStringList& args, CommandLine* cl) {
                         &analysis_class,
                         &analysis_cell,
                         &prune_result,
+                        &export_result,
                         &new_experiment,
                         &experiment_folder,
                         &new_experiment_page,
@@ -351,6 +365,7 @@ std::optional<int> parseCommandLine(const QStringList& args, CommandLine* cl) {
   }
   o.analysis = parser.value(analysis);
   o.prune_result = parser.value(prune_result);
+  o.export_result = parser.value(export_result);
   o.new_experiment = parser.value(new_experiment);
   o.experiment_folder = parser.value(experiment_folder);
   if (parser.isSet(new_experiment_page)) {
@@ -469,6 +484,7 @@ int main(int argc, char** argv) {
     // UI thread.
     QTimer::singleShot(cl.screenshot_delay_ms, &window, [&window, out = cl.screenshot] {
       QWidget* dialog = window.pruneFlow()->resultDialog();
+      if (window.exportFlow()->resultDialog()) dialog = window.exportFlow()->resultDialog();
       if (auto* wizard = window.findChild<mrcnn::ui::NewExperimentWizard*>()) dialog = wizard;
       if (!(dialog ? dialog->grab() : window.grab()).save(out)) {
         std::cerr << "mrcnn-workbench: cannot write " << out.toStdString() << '\n';

@@ -54,10 +54,27 @@ void ExportFlow::onRunFinished(const QString& runDir) {
     emit exportFailed(runDir, run && run->status() != RunStatus::Ok ? outcome : error);
     return;
   }
+  showResult(*report, outcome, QDir(runDir).filePath(QStringLiteral("spec.txt")));
+}
+
+bool ExportFlow::openResult(const QString& exportDir, QString* error) {
+  const std::optional<ExportReport> report = readExportReport(exportDir, error);
+  if (!report) return false;
+  // The run the weights came from (<run>/checkpoints/<file>), for its spec.
+  QDir run = QFileInfo(report->json.value(QStringLiteral("weights")).toString()).absoluteDir();
+  const bool in_run = run.dirName() == QStringLiteral("checkpoints") && run.cdUp() &&
+                      run.exists(QStringLiteral("spec.txt"));
+  showResult(*report,
+             tr("An export of %1").arg(report->json.value(QStringLiteral("weights")).toString()),
+             in_run ? run.filePath(QStringLiteral("spec.txt")) : QString());
+  return true;
+}
+
+void ExportFlow::showResult(const ExportReport& report, const QString& outcome,
+                            const QString& spec) {
   delete result_;
-  result_ = new ExportResultDialog(*report, outcome, window_);
+  result_ = new ExportResultDialog(report, outcome, window_);
   result_->setAttribute(Qt::WA_DeleteOnClose);
-  const QString spec = QDir(runDir).filePath(QStringLiteral("spec.txt"));
   connect(result_, &ExportResultDialog::predictionsRequested, this,
           [this, spec](const QString& model) { emit predictionsRequested(spec, model); });
   result_->show();

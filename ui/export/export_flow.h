@@ -17,6 +17,7 @@ namespace mrcnn::ui {
 
 class ExportResultDialog;
 class RunsView;
+struct ExportReport;
 
 class ExportFlow : public QObject {
   Q_OBJECT
@@ -30,8 +31,11 @@ class ExportFlow : public QObject {
   QString checkpointOf(const QString& runDir) const;
   // Starts the export of the run with these values (what the dialog's OK does).
   void startExport(const QString& runDir, const ExportDialog::Values& values);
-  // The result dialog of the last export that ended with a report (null before).
+  // The result dialog of the last export that ended with a report or was opened (null before).
   ExportResultDialog* resultDialog() const;
+  // Shows the report of an export done earlier (the GUI's or `--task export`'s output folder).
+  // False with the reason when export_report.json cannot be read.
+  bool openResult(const QString& exportDir, QString* error = nullptr);
 
  public slots:
   // The dialog for the run, then startExport.
@@ -45,6 +49,8 @@ class ExportFlow : public QObject {
 
  private:
   void onRunFinished(const QString& runDir);
+  // `spec`: the spec Run in Predictions opens with the model (may be empty).
+  void showResult(const ExportReport& report, const QString& outcome, const QString& spec);
 
   RunsView* runs_;
   QWidget* window_;

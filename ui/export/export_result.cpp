@@ -177,7 +177,8 @@ ExportResultDialog::ExportResultDialog(const ExportReport& report, const QString
       why->setToolTip(l.why);
       table_->setItem(r, 3, why);
     }
-    table_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+    for (int c : {0, 1, 2})
+      table_->horizontalHeader()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
     table_->horizontalHeader()->setStretchLastSection(true);
     layout->addWidget(table_);
   }

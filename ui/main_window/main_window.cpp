@@ -219,7 +219,7 @@ void MainWindow::addOtherViews() {
   export_flow_ = new ExportFlow(runs_, this);
   connect(export_flow_, &ExportFlow::predictionsRequested, this,
           [this](const QString& spec, const QString& model) {
-            predictions_->setSpec(spec);
+            if (!spec.isEmpty()) predictions_->setSpec(spec);
             predictions_->setBackend(QStringLiteral("openvino"));
             predictions_->setExportedModel(model);
             showView(View::Predictions);

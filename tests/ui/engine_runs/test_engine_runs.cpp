@@ -512,6 +512,15 @@ class EngineRunsTest : public QObject {
       QCOMPARE(int8, report->layers[r].quantised);
       QCOMPARE(!table->item(r, 2)->text().isEmpty(), int8);  // every int8 layer's bias corrected
     }
+    // The same report opened later from its folder (mrcnn-workbench --export-result DIR); a
+    // folder without one is refused, naming the file.
+    ExportFlow reopened(view_.get(), view_.get());
+    QVERIFY(reopened.openResult(out));
+    QCOMPARE(reopened.resultDialog()->layersTable()->rowCount(), table->rowCount());
+    QString error;
+    QVERIFY(!reopened.openResult(dir_.filePath("taken-export"), &error));
+    QVERIFY2(error.startsWith(dir_.filePath("taken-export/export_report.json") + ": "),
+             qPrintable(error));
     QSignalSpy predictions(&flow, &ExportFlow::predictionsRequested);
     flow.resultDialog()->runInPredictions();
     QCOMPARE(predictions.count(), 1);
