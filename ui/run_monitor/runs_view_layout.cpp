@@ -111,9 +111,13 @@ void RunsView::buildUi() {
   buttons->addWidget(bring_back_);
   buttons->addWidget(stop_);
   buttons->addWidget(resume_);
-  buttons->addWidget(prune_);
-  buttons->addWidget(export_);
   left_layout->addLayout(buttons);
+  // What makes something of the run's model, on a row of its own (the left pane stays narrow).
+  auto* model_buttons = new QHBoxLayout;
+  model_buttons->addStretch();
+  model_buttons->addWidget(prune_);
+  model_buttons->addWidget(export_);
+  left_layout->addLayout(model_buttons);
 
   // Right: controls, status, progress, the plots, the log.
   auto* right_split = new QSplitter(Qt::Vertical, splitter);
