@@ -66,18 +66,15 @@ Sums transposedSums(const at::Tensor& x, const LayerWindows& w) {
   const int64_t size[2] = {image.size(1), image.size(2)};
   const std::vector<int64_t>&k = w.kernel, &s = w.strides, &p = w.pads, &d = w.dilations;
   int64_t out[2];
-  for (int i = 0; i < 2; ++i) {
-    out[i] = s[static_cast<size_t>(i)] * (size[i] - 1) + w.output_padding[static_cast<size_t>(i)] +
-             d[static_cast<size_t>(i)] * (k[static_cast<size_t>(i)] - 1) + 1 -
-             p[static_cast<size_t>(i)] - p[static_cast<size_t>(i) + 2];
+  for (size_t i = 0; i < 2; ++i) {
+    out[i] = s[i] * (size[i] - 1) + w.output_padding[i] + d[i] * (k[i] - 1) + 1 - p[i] - p[i + 2];
   }
   at::Tensor total = at::zeros({image.size(0), k[0], k[1]}, at::kDouble);
   if (out[0] <= 0 || out[1] <= 0) return {total, 0};
   // The inputs along axis i that kernel position a sends inside the output: [first, last].
-  const auto inside = [&](int i, int64_t a) {
-    const size_t u = static_cast<size_t>(i);
-    const int64_t first = std::max<int64_t>(0, ceilDiv(p[u] - a * d[u], s[u]));
-    const int64_t last = std::min(size[i] - 1, floorDiv(out[i] - 1 + p[u] - a * d[u], s[u]));
+  const auto inside = [&](size_t i, int64_t a) {
+    const int64_t first = std::max<int64_t>(0, ceilDiv(p[i] - a * d[i], s[i]));
+    const int64_t last = std::min(size[i] - 1, floorDiv(out[i] - 1 + p[i] - a * d[i], s[i]));
     return std::pair<int64_t, int64_t>{first, last};
   };
   for (int64_t a = 0; a < k[0]; ++a) {
