@@ -4,7 +4,6 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
-#include <set>
 #include <stdexcept>
 
 namespace mrcnn::exporter {
@@ -132,15 +131,15 @@ LayerWindows layerWindows(const onnx::NodeProto& node, const std::vector<int64_t
   return w;
 }
 
-InputMeanCollector::InputMeanCollector(const std::string& model_bytes,
-                                       const std::vector<std::string>& weights) {
+InputMeanCollector::InputMeanCollector(const std::string& model_bytes) {
   onnx::ModelProto proto;
   if (!proto.ParseFromString(model_bytes))
     throw std::invalid_argument("int8: the fp32 model could not be read as ONNX");
-  const std::set<std::string> wanted(weights.begin(), weights.end());
-  std::map<std::string, std::vector<int64_t>> weight_dims;
-  for (const auto& t : proto.graph().initializer())
-    if (wanted.count(t.name())) weight_dims[t.name()] = {t.dims().begin(), t.dims().end()};
+  std::map<std::string, std::vector<int64_t>> weight_dims;  // the float initializers
+  for (const auto& t : proto.graph().initializer()) {
+    if (t.data_type() == onnx::TensorProto_DataType_FLOAT)
+      weight_dims[t.name()] = {t.dims().begin(), t.dims().end()};
+  }
   for (const auto& node : proto.graph().node()) {
     if (node.input_size() < 2 || !weight_dims.count(node.input(1))) continue;
     const std::string& op = node.op_type();

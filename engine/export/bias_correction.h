@@ -46,9 +46,10 @@ LayerWindows layerWindows(const onnx::NodeProto& node, const std::vector<int64_t
 
 class InputMeanCollector {
  public:
-  // The layers of `model_bytes` whose weights are named in `weights` (their every use).
-  // Throws std::invalid_argument when the bytes are not an ONNX model.
-  InputMeanCollector(const std::string& model_bytes, const std::vector<std::string>& weights);
+  // Every layer of `model_bytes` int8 could run (quantize_qdq.h's candidates: a Conv,
+  // ConvTranspose or Gemm whose weights are a float initializer), each of its uses. Throws
+  // std::invalid_argument when the bytes are not an ONNX model.
+  explicit InputMeanCollector(const std::string& model_bytes);
   // One image's values of an activation; every listed layer reading it counts them.
   void add(const std::string& value, const at::Tensor& tensor);
   // Over the images added so far; a layer whose windows this cannot describe (auto_pad, an

@@ -47,10 +47,7 @@ exporter::CalibrationCache calibrate(const Int8Request& r, const std::string& fi
       exporter::calibrationValues(r.fp32_bytes, withPairs(r.policy));
   exporter::RangeCollector collector(r.percentile);
   // The input means of the layers reading them, for the bias correction.
-  std::vector<std::string> weights;
-  for (const exporter::QuantCandidate& c : exporter::quantCandidates(r.fp32_bytes))
-    weights.push_back(c.weight);
-  exporter::InputMeanCollector means(r.fp32_bytes, weights);
+  exporter::InputMeanCollector means(r.fp32_bytes);
   int64_t used = 0;
   {
     const io::ScratchFile probe_file(r.dir / ".calibration_probe.onnx",

@@ -183,10 +183,7 @@ class QuantizeTest : public QObject {
     cal.ranges[values[0]] = {-2.5, 3.0, -2.0, 2.0, 1};
     cal.ranges[values[1]] = {0.0, 5.1, 0.0, 4.0, 1};
     cal.ranges[values[2]] = {-7.0, 6.0, -5.0, 5.0, 1};
-    std::vector<std::string> weights;
-    for (const QuantCandidate& c : quantCandidates(t.bytes))
-      weights.push_back(c.weight);
-    InputMeanCollector collector(t.bytes, weights);
+    InputMeanCollector collector(t.bytes);
     collector.add(values[0], at::randn({1, 3, 8, 8}));
     collector.add(values[1], at::relu(at::randn({1, 4, 8, 8})));
     collector.add(values[2], at::randn({1, 5 * 8 * 8}));
@@ -293,7 +290,7 @@ class QuantizeTest : public QObject {
       g.output(y, "y", Element::kFloat, {std::string("n")});
       std::string bytes;
       proto.SerializeToString(&bytes);
-      InputMeanCollector collector(bytes, {"w"});
+      InputMeanCollector collector(bytes);
       const at::Tensor x1 = at::randn(c.x, at::kDouble) + 0.5, x2 = at::rand(c.x, at::kDouble);
       collector.add("x", x1);
       collector.add("x", x2);

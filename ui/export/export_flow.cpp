@@ -15,20 +15,12 @@ ExportFlow::ExportFlow(RunsView* runs, QWidget* window)
   connect(runs_, &RunsView::runFinished, this, &ExportFlow::onRunFinished);
 }
 
-QString ExportFlow::checkpointOf(const QString& runDir) const {
-  const RunModel* run = runs_->run(runs_->rowOf(runDir));
-  if (!run) return {};
-  const QString name =
-      !run->bestCheckpoint().isEmpty() ? run->bestCheckpoint() : run->lastCheckpoint();
-  return name.isEmpty() ? QString() : QDir(runDir).absoluteFilePath(name);
-}
-
 ExportResultDialog* ExportFlow::resultDialog() const {
   return result_;
 }
 
 void ExportFlow::requestExport(const QString& runDir) {
-  const QString checkpoint = checkpointOf(runDir);
+  const QString checkpoint = runs_->modelCheckpointOf(runDir);
   if (checkpoint.isEmpty()) return;
   ExportDialog dialog(runDir, checkpoint, window_);
   if (dialog.exec() == QDialog::Accepted) startExport(runDir, dialog.values());
@@ -38,7 +30,7 @@ void ExportFlow::startExport(const QString& runDir, const ExportDialog::Values& 
   const QString dir = QDir::cleanPath(QFileInfo(runDir).absoluteFilePath());
   pending_.insert(dir, QFileInfo(values.output_dir).absoluteFilePath());
   runs_->startRun(QDir(dir).filePath(QStringLiteral("spec.txt")), QStringLiteral("export"), dir,
-                  {}, ExportDialog::engineArguments(checkpointOf(dir), values));
+                  {}, ExportDialog::engineArguments(runs_->modelCheckpointOf(dir), values));
 }
 
 void ExportFlow::onRunFinished(const QString& runDir) {
@@ -60,13 +52,11 @@ void ExportFlow::onRunFinished(const QString& runDir) {
 bool ExportFlow::openResult(const QString& exportDir, QString* error) {
   const std::optional<ExportReport> report = readExportReport(exportDir, error);
   if (!report) return false;
-  // The run the weights came from (<run>/checkpoints/<file>), for its spec.
-  QDir run = QFileInfo(report->json.value(QStringLiteral("weights")).toString()).absoluteDir();
-  const bool in_run = run.dirName() == QStringLiteral("checkpoints") && run.cdUp() &&
-                      run.exists(QStringLiteral("spec.txt"));
-  showResult(*report,
-             tr("An export of %1").arg(report->json.value(QStringLiteral("weights")).toString()),
-             in_run ? run.filePath(QStringLiteral("spec.txt")) : QString());
+  // The run the weights came from, for its spec.
+  const QString weights = report->json.value(QStringLiteral("weights")).toString();
+  const QString run = runOfCheckpoint(weights);
+  showResult(*report, tr("An export of %1").arg(weights),
+             run.isEmpty() ? QString() : QDir(run).filePath(QStringLiteral("spec.txt")));
   return true;
 }
 

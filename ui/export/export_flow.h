@@ -26,9 +26,6 @@ class ExportFlow : public QObject {
   // `window` parents the dialogs.
   ExportFlow(RunsView* runs, QWidget* window);
 
-  // The checkpoint an export of the run uses: its best, else its last (absolute); empty when
-  // the Runs view does not list it or it has none.
-  QString checkpointOf(const QString& runDir) const;
   // Starts the export of the run with these values (what the dialog's OK does).
   void startExport(const QString& runDir, const ExportDialog::Values& values);
   // The result dialog of the last export that ended with a report or was opened (null before).

@@ -15,20 +15,12 @@ PruneFlow::PruneFlow(RunsView* runs, QWidget* window)
   connect(runs_, &RunsView::runFinished, this, &PruneFlow::onRunFinished);
 }
 
-QString PruneFlow::checkpointOf(const QString& runDir) const {
-  const RunModel* run = runs_->run(runs_->rowOf(runDir));
-  if (!run) return {};
-  const QString name =
-      !run->bestCheckpoint().isEmpty() ? run->bestCheckpoint() : run->lastCheckpoint();
-  return name.isEmpty() ? QString() : QDir(runDir).absoluteFilePath(name);
-}
-
 PruneResultDialog* PruneFlow::resultDialog() const {
   return result_;
 }
 
 void PruneFlow::requestPrune(const QString& runDir) {
-  const QString checkpoint = checkpointOf(runDir);
+  const QString checkpoint = runs_->modelCheckpointOf(runDir);
   if (checkpoint.isEmpty()) return;
   PruneDialog dialog(runDir, checkpoint, window_);
   if (dialog.exec() == QDialog::Accepted) startPrune(runDir, dialog.values());
@@ -38,7 +30,7 @@ void PruneFlow::startPrune(const QString& runDir, const PruneDialog::Values& val
   const QString dir = QDir::cleanPath(QFileInfo(runDir).absoluteFilePath());
   pending_.insert(dir, QFileInfo(values.output_dir).absoluteFilePath());
   runs_->startRun(QDir(dir).filePath(QStringLiteral("spec.txt")), QStringLiteral("prune"), dir, {},
-                  PruneDialog::engineArguments(checkpointOf(dir), values));
+                  PruneDialog::engineArguments(runs_->modelCheckpointOf(dir), values));
 }
 
 void PruneFlow::onRunFinished(const QString& runDir) {

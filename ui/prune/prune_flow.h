@@ -25,9 +25,6 @@ class PruneFlow : public QObject {
   // `window` parents the dialogs.
   PruneFlow(RunsView* runs, QWidget* window);
 
-  // The checkpoint a prune of the run uses: its best, else its last (absolute); empty when
-  // the Runs view does not list it or it has none.
-  QString checkpointOf(const QString& runDir) const;
   // Starts the prune of the run with these values (what the dialog's OK does).
   void startPrune(const QString& runDir, const PruneDialog::Values& values);
   // The result dialog of the last prune that ended well or was opened (null before).

@@ -17,6 +17,7 @@
 #include <QVBoxLayout>
 
 #include "specs/spec.h"
+#include "ui/run_monitor/run_model.h"
 
 namespace mrcnn::ui {
 
@@ -72,11 +73,7 @@ std::optional<PruneStatus> readPruneStatus(const QString& dir, QString* error) {
 }
 
 QString sourceRunOf(const PruneStatus& status) {
-  if (status.weights.isEmpty()) return {};
-  const QFileInfo weights(status.weights);
-  QDir dir = weights.absoluteDir();
-  if (dir.dirName() != QStringLiteral("checkpoints") || !dir.cdUp()) return {};
-  return dir.exists(QStringLiteral("spec.txt")) ? dir.absolutePath() : QString();
+  return runOfCheckpoint(status.weights);
 }
 
 QString writeRetrainSpec(const QString& runDir, const QString& pruneDir, QString* error) {

@@ -120,6 +120,13 @@ QString statusName(RunStatus status) {
   return {};
 }
 
+QString runOfCheckpoint(const QString& weights) {
+  if (weights.isEmpty()) return {};
+  QDir dir = QFileInfo(weights).absoluteDir();
+  if (dir.dirName() != QStringLiteral("checkpoints") || !dir.cdUp()) return {};
+  return dir.exists(QStringLiteral("spec.txt")) ? dir.absolutePath() : QString();
+}
+
 bool isFinished(RunStatus status) {
   return status == RunStatus::Ok || status == RunStatus::Stopped || status == RunStatus::Failed ||
          status == RunStatus::Crashed || status == RunStatus::Unreadable;

@@ -53,6 +53,10 @@ enum class RunStatus {
 QString statusName(RunStatus status);
 bool isFinished(RunStatus status);
 
+// The training run a checkpoint belongs to: <run> when `weights` is <run>/checkpoints/<file>
+// and <run>/spec.txt exists (absolute); empty otherwise (weights from elsewhere).
+QString runOfCheckpoint(const QString& weights);
+
 // How the engine process ended (absent for a run reopened from its files).
 struct ProcessExit {
   int exit_code = 0;  // the exit code, or the signal number when `signal` is true

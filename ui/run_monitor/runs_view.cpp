@@ -612,6 +612,13 @@ void RunsView::bringBackCurrent() {
   process->start(EngineProcess::launcherPath(), args);
 }
 
+QString RunsView::modelCheckpointOf(const QString& runDir) const {
+  const RunModel* m = run(rowOf(runDir));
+  if (!m) return {};
+  const QString name = !m->bestCheckpoint().isEmpty() ? m->bestCheckpoint() : m->lastCheckpoint();
+  return name.isEmpty() ? QString() : QDir(runDir).absoluteFilePath(name);
+}
+
 bool RunsView::pruneEnabled() const {
   return prune_->isEnabled();
 }

@@ -86,6 +86,9 @@ class RunsView : public QWidget {
   QString progressText() const;
   bool stopEnabled() const;
   bool resumeEnabled() const;
+  // The checkpoint what is made of a run's model (Prune…, Export…) starts from: its best, else
+  // its last (absolute); empty when the run is not listed or has none.
+  QString modelCheckpointOf(const QString& runDir) const;
   bool pruneEnabled() const;
   bool exportEnabled() const;
   bool bringBackEnabled() const;

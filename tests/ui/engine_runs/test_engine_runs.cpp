@@ -359,7 +359,7 @@ class EngineRunsTest : public QObject {
     view_->selectRows({view_->rowOf(run_dir_)});
     QVERIFY(view_->pruneEnabled());
     PruneFlow flow(view_.get(), view_.get());
-    QCOMPARE(flow.checkpointOf(run_dir_), checkpoint_);
+    QCOMPARE(view_->modelCheckpointOf(run_dir_), checkpoint_);
     const QString out = dir_.filePath("pruned");
     QDir().mkpath(dir_.filePath("taken"));
     QFile taken(dir_.filePath("taken/file"));
@@ -460,7 +460,7 @@ class EngineRunsTest : public QObject {
     view_->selectRows({view_->rowOf(run_dir_)});
     QVERIFY(view_->exportEnabled());
     ExportFlow flow(view_.get(), view_.get());
-    QCOMPARE(flow.checkpointOf(run_dir_), checkpoint_);
+    QCOMPARE(view_->modelCheckpointOf(run_dir_), checkpoint_);
     const QString out = dir_.filePath("exported-int8");
     QVERIFY(QDir().mkpath(dir_.filePath("taken-export")));
     ExportDialog::Values defaults;
