@@ -129,7 +129,9 @@ std::vector<std::string> floatReasons(const std::vector<QuantCandidate>& candida
     for (const std::string& p : c.producers) {
       if (why.empty() && policy.float_after_quantised && quantised.count(p)) {
         why = "it reads the output of " + p +
-              " (int8) directly: OpenVINO 2026.4's CPU plugin gives zeros from such a pair";
+              " (int8) directly: such a pair is int8 only where the export's check finds "
+              "fp32's detections kept (OpenVINO 2026.4's CPU plugin computes it wrong where the "
+              "first layer's bias is all zero)";
       }
     }
     if (why.empty()) quantised.insert(c.weight);

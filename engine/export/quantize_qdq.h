@@ -56,11 +56,13 @@ struct Int8Policy {
   bool seven_bit_signed = true;
   // A layer that reads the output of a quantised layer directly (no activation between: the
   // FPN's top 3x3 after its 1x1, the RPN's 3x3 on the FPN's outputs) stays float. OpenVINO
-  // 2026.4's CPU plugin gives zeros from such a pair in int8 on some models (measured on an
-  // AVX2 CPU with the seeded R50-FPN: the RPN saw nothing at the levels where it happened),
-  // where ONNX Runtime computes it right; on others (trained ResNet-18 models) it computes
-  // them right, and they are 15-20% of the int8 model's time. The export task measures which
-  // (engine/tasks/export_int8.h) and quantises them where it can.
+  // 2026.4's CPU plugin gives zeros from such a pair in int8 where the first layer's bias is
+  // all zero (measured with the seeded R50-FPN, whose FPN biases torchvision starts at zero:
+  // the RPN saw nothing at each level whose FPN 3x3 had a zero bias; a bias of 1e-6 there, or
+  // the bias correction below, and OpenVINO computes it as ONNX Runtime does; dropping the
+  // bias does not help). Elsewhere int8 there costs what int8 costs, and they are 15-20% of
+  // the int8 model's time. The export task measures which (engine/tasks/export_int8.h) and
+  // quantises them where fp32's detections stay.
   bool float_after_quantised = true;
   // Each quantised layer's bias takes back the mean error its int8 weights make on the
   // calibration images (bias_correction.h), where the calibration measured its input means.

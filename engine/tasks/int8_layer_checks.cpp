@@ -93,9 +93,11 @@ exporter::Int8Policy withPairs(exporter::Int8Policy policy) {
 
 // The layers that read a quantised layer's output directly (the FPN's top 3x3, the RPN's
 // shared 3x3) run in int8 where that keeps the detections: OpenVINO 2026.4's CPU plugin
-// computes some such pairs wrong (zeros: the seeded R50-FPN's detections all changed) and
-// others right (trained ResNet-18 models: the same AP). Which, is measured here on the first
-// calibration images; the decision and its numbers go into each pair layer's reason.
+// computes such a pair wrong where the first layer's bias is all zero (zeros: the seeded
+// R50-FPN's detections all changed without the bias correction), and elsewhere int8 there
+// may cost more detections than the slack allows (the seeded R50-FPN with the correction:
+// ONNX Runtime loses as many). Which, is measured here on the first calibration images;
+// the decision and its numbers go into each pair layer's reason.
 exporter::Int8Model decidePairs(const Int8Request& r, const exporter::Calibration& calibration,
                                 exporter::Int8Model pairs_float, exporter::Int8Policy& policy,
                                 TaskReport& report) {

@@ -342,7 +342,8 @@ class QuantizeTest : public QObject {
   }
 
   // A layer reading a quantised layer's output directly stays float (OpenVINO 2026.4 gives
-  // zeros from such a pair); one behind an activation does not. The rule can be turned off.
+  // zeros from such a pair where the first layer's bias is all zero; the export task checks
+  // and turns the rule off where it can); one behind an activation does not.
   void aLayerReadingAnInt8LayerDirectlyStaysFloat() {
     onnx::ModelProto proto;
     proto.set_ir_version(onnx::IR_VERSION);
