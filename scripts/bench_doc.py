@@ -2,7 +2,15 @@
 and replacing one section (or one machine's subsection) of docs/BENCHMARKS.md.
 
 MRCNN_BENCHMARKS_MD names another file to write instead of docs/BENCHMARKS.md: a copy, to try
-a script's --write without touching the real document."""
+a script's --write without touching the real document.
+
+MRCNN_BENCH_ISA=avx2 runs a benchmark with the kernels of an AVX2-only CPU on a CPU that has
+more (AVX-512, AMX): oneDNN's (LibTorch's convolutions, OpenVINO's convolutions and matrix
+products) through ONEDNN_MAX_CPU_ISA, OpenVINO's own nodes and its choices of node through
+OV_CPU_MAX_ISA (both are needed: with oneDNN's cap alone the CPU plugin still picks AVX-512
+nodes and then finds no oneDNN kernel for some of them), ATen's own kernels through
+ATEN_CPU_CAPABILITY, and no bf16 rows. The clock and caches stay this CPU's: the
+subsection's heading says it is a capped CPU, not an AVX2 one."""
 import contextlib
 import os
 import re
@@ -41,6 +49,17 @@ def wait_quiet(limit, poll_seconds=10, most_seconds=600):
         time.sleep(poll_seconds)
 
 
+# The instruction set a benchmark is capped to (MRCNN_BENCH_ISA), set before any child process or
+# library reads it.
+ISA_CAP = os.environ.get("MRCNN_BENCH_ISA", "").strip().lower()
+if ISA_CAP and ISA_CAP != "avx2":
+    sys.exit(f"MRCNN_BENCH_ISA={ISA_CAP}: only avx2 is known (or unset: the CPU's own)")
+if ISA_CAP:
+    os.environ["ONEDNN_MAX_CPU_ISA"] = "AVX2"
+    os.environ["OV_CPU_MAX_ISA"] = "AVX2"
+    os.environ["ATEN_CPU_CAPABILITY"] = "avx2"
+
+
 def cpu_name():
     with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -67,7 +86,7 @@ FP32_FLAGS = ["--set", "use_amp=False"]
 def native_bf16():
     """Whether the CPU computes bfloat16 itself (AVX-512 BF16 or AMX). Without, oneDNN emulates
     it through float conversions and a bf16 row times the emulation: minutes an image."""
-    return bool(cpu_flags() & {"avx512_bf16", "amx_bf16"})
+    return not ISA_CAP and bool(cpu_flags() & {"avx512_bf16", "amx_bf16"})
 
 
 def cpu_features():
@@ -75,7 +94,8 @@ def cpu_features():
     flags = cpu_flags()
     named = [name for flag, name in (("avx512f", "AVX-512"), ("avx512_bf16", "AVX-512 BF16"),
                                      ("amx_tile", "AMX")) if flag in flags]
-    return ", ".join(named) if named else ("AVX2 only" if "avx2" in flags else "no AVX2")
+    own = ", ".join(named) if named else ("AVX2 only" if "avx2" in flags else "no AVX2")
+    return f"AVX2 kernels: {own} capped by MRCNN_BENCH_ISA=avx2" if ISA_CAP else own
 
 
 def out_of_date(made, *inputs):

@@ -58,10 +58,23 @@ from export_parity import iou  # noqa: E402
 SECTION = "## Export: CPU inference of the exported model vs the peers"
 
 
-def prepare(out, n):
+def prepare(out, n, drawn_biases=False):
+    """The seeded R50-FPN's weights (out/model.pt) and n photos of 640x480 (out/images).
+    drawn_biases: the convolutions whose biases torchvision starts at zero (the FPN's, the
+    RPN's 3x3, the mask head's) get small random ones, as a trained model has. With all-zero
+    biases OpenVINO 2026.4's CPU plugin computes an int8 convolution that reads such a layer's
+    int8 output wrong (zeros), which no trained model shows: measured in docs/BENCHMARKS.md,
+    "int8 export vs NNCF"."""
     torch.manual_seed(0)
     model = mask_rcnn_parity.build()
     mask_rcnn_parity.randomise(model, torch.Generator().manual_seed(2024))
+    if drawn_biases:
+        gen = torch.Generator().manual_seed(7)
+        with torch.no_grad():
+            for m in model.modules():
+                if isinstance(m, (torch.nn.Conv2d, torch.nn.ConvTranspose2d)) and \
+                        m.bias is not None and not m.bias.any():
+                    m.bias.normal_(0, 0.02, generator=gen)
     weights = os.path.join(out, "model.pt")
     torch.save(model.state_dict(), weights)
     images = os.path.join(out, "images")

@@ -19,7 +19,8 @@ keeps (same category, box IoU >= 0.9). With --tiles DIR the trained model is ben
 (scripts/bench_specs/tiles_resnet18.txt, --checkpoint its checkpoint) and the validation
 images its 100 crops of 128 x 128 under DIR/crops.
 
-Part 2, torchvision's R50-FPN on photos (bench_export.py's seeded weights and 640x480
+Part 2, torchvision's R50-FPN on photos (bench_export.py's seeded weights, with small random
+biases where torchvision starts them at zero, as a trained model has them, and 640x480
 tinycoco photos): the same export and quantisation, calibrated on the first --cal photos;
 timed per image: torchvision fp32 eager, OpenVINO f32, bf16 where the CPU has it, our int8,
 NNCF's int8 (and both int8 models with their float layers in bf16 where the CPU has it,
@@ -34,7 +35,9 @@ machine falls on all of them); per model the mean over the images of each image'
 
 Prints markdown tables; with --write, this CPU's subsection of docs/BENCHMARKS.md ("## int8
 export vs NNCF", "### <CPU name> (<its vector extensions>)") becomes this run's machine, date
-and tables; other CPUs' subsections stay.
+and tables; other CPUs' subsections stay. MRCNN_BENCH_ISA=avx2 (scripts/bench_doc.py) times
+this CPU with an AVX2-only CPU's kernels, in a subsection of its own (use another --out: the
+export's choices depend on the kernels).
 """
 
 import argparse
@@ -104,6 +107,9 @@ def export_int8(engine, spec, checkpoint, out_dir, cal_dir, cal, extra):
     # have changed.
     if out_of_date(made, engine, checkpoint):
         shutil.rmtree(out_dir, ignore_errors=True)
+        # Without native bf16 (or with the kernels capped to AVX2) the export's checks and
+        # timings run in float, as the engine does on such a CPU whatever the spec asks.
+        extra = extra + ([] if native_bf16() else FP32_FLAGS)
         run([engine, "--spec", spec, "--task", "export", "--checkpoint", checkpoint,
              "--output-dir", out_dir, "--data_type", "int8", "--cal_image_dir", cal_dir,
              "--batches", str(cal), "--set", "device=cpu"] + extra, stdout=subprocess.DEVNULL)
@@ -112,7 +118,8 @@ def export_int8(engine, spec, checkpoint, out_dir, cal_dir, cal, extra):
 
 
 def nncf_quantize(onnx, dst, images):
-    if not os.path.exists(dst):
+    # Made again whenever the float model is newer: NNCF's model of another one would be timed.
+    if out_of_date(dst, onnx):
         run([venv_python("nncf"), "-c", NNCF_RUN, onnx, dst] + images)
     return dst
 
@@ -199,7 +206,7 @@ def shapes_part(engine, args):
 def r50_part(engine, args):
     work = os.path.join(args.out, "r50")
     os.makedirs(work, exist_ok=True)
-    weights, photos = prepare(work, max(args.photos, args.cal))
+    weights, photos = prepare(work, max(args.photos, args.cal), drawn_biases=True)
     paths = images_in(photos)
     export = os.path.join(work, "export")
     export_int8(engine, R50_SPEC, weights, export, photos, args.cal, ["--images", photos])
@@ -221,7 +228,7 @@ def r50_part(engine, args):
         rows.append("| %s | %.0f | %.2fx | %.2fx | %.2f |" % (name, ms, tv_ms / ms, f32_ms / ms,
                                                               share))
     rows[0] = "| torchvision fp32 (eager) | %.0f | 1.00x | %.2fx | |" % (tv_ms, f32_ms / tv_ms)
-    header = ("R50-FPN (seeded weights), %d photos 640x480 (800x1066 inside), calibration on "
+    header = ("R50-FPN (seeded weights, biases drawn where torchvision starts them at zero), %d photos 640x480 (800x1066 inside), calibration on "
               "%d photos; every path timed in one pass, image by image, the mean of each photo's "
               "median over %d rounds." % (len(timed_paths), args.cal, args.iters))
     table = ["| model | ms / image | vs torchvision fp32 | vs OpenVINO f32 | agrees with f32 |",
