@@ -89,6 +89,20 @@ def native_bf16():
     return not ISA_CAP and bool(cpu_flags() & {"avx512_bf16", "amx_bf16"})
 
 
+def float_flags_unless_bf16():
+    """The engine's flags for a task that times or checks in the spec's precision (the int8
+    export): none where the CPU computes bf16 itself, else float32, as the engine falls back
+    to on such a CPU whatever the spec asks (and the flags say so where the kernels are
+    capped to AVX2, which the engine's own bf16 test does not see)."""
+    return [] if native_bf16() else FP32_FLAGS
+
+
+def kernels_folder(path):
+    """A work folder for what depends on the kernels (an int8 export's choices): its own one
+    where they are capped (path-avx2), else path."""
+    return f"{path}-{ISA_CAP}" if ISA_CAP else path
+
+
 def cpu_features():
     """The vector and matrix extensions that decide LibTorch's CPU speed, as one phrase."""
     flags = cpu_flags()

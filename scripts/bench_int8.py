@@ -36,8 +36,8 @@ machine falls on all of them); per model the mean over the images of each image'
 Prints markdown tables; with --write, this CPU's subsection of docs/BENCHMARKS.md ("## int8
 export vs NNCF", "### <CPU name> (<its vector extensions>)") becomes this run's machine, date
 and tables; other CPUs' subsections stay. MRCNN_BENCH_ISA=avx2 (scripts/bench_doc.py) times
-this CPU with an AVX2-only CPU's kernels, in a subsection of its own (use another --out: the
-export's choices depend on the kernels).
+this CPU with an AVX2-only CPU's kernels, in a subsection of its own and a work folder of its
+own (--out with "-avx2": the export's choices depend on the kernels).
 """
 
 import argparse
@@ -51,8 +51,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from bench_doc import (BF16_FLAGS, FP32_FLAGS, find_program, load_average,  # noqa: E402
-                       native_bf16, out_of_date,
+from bench_doc import (BF16_FLAGS, FP32_FLAGS, find_program, float_flags_unless_bf16,  # noqa: E402
+                       kernels_folder, load_average, native_bf16, out_of_date,
                        machine_line, replace_machine_subsection, venv_python)
 from bench_export import (agreement, openvino_runner, prepare, timed_together,  # noqa: E402
                          torchvision_runner)
@@ -107,9 +107,7 @@ def export_int8(engine, spec, checkpoint, out_dir, cal_dir, cal, extra):
     # have changed.
     if out_of_date(made, engine, checkpoint):
         shutil.rmtree(out_dir, ignore_errors=True)
-        # Without native bf16 (or with the kernels capped to AVX2) the export's checks and
-        # timings run in float, as the engine does on such a CPU whatever the spec asks.
-        extra = extra + ([] if native_bf16() else FP32_FLAGS)
+        extra = extra + float_flags_unless_bf16()
         run([engine, "--spec", spec, "--task", "export", "--checkpoint", checkpoint,
              "--output-dir", out_dir, "--data_type", "int8", "--cal_image_dir", cal_dir,
              "--batches", str(cal), "--set", "device=cpu"] + extra, stdout=subprocess.DEVNULL)
@@ -253,6 +251,7 @@ def main():
     ap.add_argument("--write", action="store_true")
     args = ap.parse_args()
     engine = find_program("mrcnn-engine")
+    args.out = kernels_folder(args.out)
     os.makedirs(args.out, exist_ok=True)
     load_before = load_average()
     started = time.time()

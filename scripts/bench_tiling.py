@@ -57,8 +57,8 @@ from PIL import Image, ImageDraw
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from bench_doc import (BF16_FLAGS, FP32_FLAGS, ISA_CAP, find_program, load_average,  # noqa: E402
-                       machine_line, native_bf16,
+from bench_doc import (BF16_FLAGS, FP32_FLAGS, find_program, float_flags_unless_bf16,  # noqa: E402
+                       kernels_folder, load_average, machine_line, native_bf16,
                        out_of_date, replace_machine_subsection, venv_python)
 
 SPEC = os.path.join(ROOT, "scripts", "bench_specs", "tiles_resnet18.txt")
@@ -254,14 +254,14 @@ def export(engine, checkpoint, data, work, cal):
     """model.onnx and model.int8.onnx (calibrated on `cal` validation crops) of the checkpoint."""
     # The export's int8 choices depend on the kernels it times and checks: a run capped to
     # AVX2 (MRCNN_BENCH_ISA) has its own.
-    out = os.path.join(work, "export" + ("-" + ISA_CAP if ISA_CAP else ""))
+    out = kernels_folder(os.path.join(work, "export"))
     # An export older than the engine or the checkpoint is made again (the int8 choices of a
     # newer engine may differ): a stale one was timed before.
     if out_of_date(os.path.join(out, "model.int8.onnx"), engine, checkpoint):
         shutil.rmtree(out, ignore_errors=True)
         cmd = [engine, "--spec", SPEC, "--task", "export", "--checkpoint", checkpoint, "--output-dir", out,
                "--data_type", "int8", "--cal_image_dir", data["val"][0], "--batches", str(cal),
-               "--set", "device=cpu"] + data_sets(data) + ([] if native_bf16() else FP32_FLAGS)
+               "--set", "device=cpu"] + data_sets(data) + float_flags_unless_bf16()
         print("+ export:", " ".join(cmd), flush=True)
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     return os.path.join(out, "model.onnx"), os.path.join(out, "model.int8.onnx")
